@@ -369,40 +369,22 @@ impl Cdp {
 mod tests {
     use super::*;
 
-    fn attach(child: &str, kind: &str, waiting: bool) -> Value {
-        json!({"sessionId": child, "waitingForDebugger": waiting,
-               "targetInfo": {"type": kind}})
+    /// `child` (of `kind`) attached under `parent`, paused or not.
+    fn attach(p: &mut Paused, child: &str, kind: &str, waiting: bool, parent: Option<&str>) {
+        let params = json!({"sessionId": child, "waitingForDebugger": waiting,
+                            "targetInfo": {"type": kind}});
+        p.saw("Target.attachedToTarget", &params, parent);
     }
 
     #[test]
     fn a_paused_target_is_given_out_once() {
         let mut p = Paused::default();
-        p.saw(
-            "Target.attachedToTarget",
-            &attach("w1", "worker", true),
-            Some("tab"),
-        );
-        p.saw(
-            "Target.attachedToTarget",
-            &attach("f1", "iframe", true),
-            Some("tab"),
-        );
-        p.saw(
-            "Target.attachedToTarget",
-            &attach("o1", "worker", true),
-            Some("other"),
-        );
+        attach(&mut p, "w1", "worker", true, Some("tab"));
+        attach(&mut p, "f1", "iframe", true, Some("tab"));
+        attach(&mut p, "o1", "worker", true, Some("other"));
         // Not paused, or the browser's own: not kept under a tab.
-        p.saw(
-            "Target.attachedToTarget",
-            &attach("n1", "worker", false),
-            Some("tab"),
-        );
-        p.saw(
-            "Target.attachedToTarget",
-            &attach("s1", "shared_worker", true),
-            None,
-        );
+        attach(&mut p, "n1", "worker", false, Some("tab"));
+        attach(&mut p, "s1", "shared_worker", true, None);
         // Its event came: this subscriber's.
         assert!(p.take("w1"));
         // A lag: what is left under the tab's sessions, once.
@@ -431,41 +413,24 @@ mod tests {
     #[test]
     fn a_detached_target_is_forgotten_and_the_kept_are_bounded() {
         let mut p = Paused::default();
-        p.saw(
-            "Target.attachedToTarget",
-            &attach("w1", "worker", true),
-            Some("tab"),
-        );
-        p.saw(
-            "Target.attachedToTarget",
-            &attach("w2", "worker", true),
-            Some("tab"),
-        );
+        attach(&mut p, "w1", "worker", true, Some("tab"));
+        attach(&mut p, "w2", "worker", true, Some("tab"));
         let tab: HashSet<String> = ["tab".to_string()].into();
         assert_eq!(p.take_lost(&tab).len(), 2);
-        p.saw(
-            "Target.detachedFromTarget",
-            &json!({"sessionId": "w1"}),
-            Some("tab"),
-        );
-        p.saw(
-            "Target.attachedToTarget",
-            &attach("w3", "worker", true),
-            Some("tab"),
-        );
-        p.saw(
-            "Target.detachedFromTarget",
-            &json!({"sessionId": "w3"}),
-            Some("tab"),
-        );
+        let detach = |p: &mut Paused, child: &str| {
+            p.saw(
+                "Target.detachedFromTarget",
+                &json!({"sessionId": child}),
+                Some("tab"),
+            );
+        };
+        detach(&mut p, "w1");
+        attach(&mut p, "w3", "worker", true, Some("tab"));
+        detach(&mut p, "w3");
         assert!(p.waiting.is_empty());
         assert_eq!(p.found.len(), 1);
         for i in 0..MAX_PAUSED + 10 {
-            p.saw(
-                "Target.attachedToTarget",
-                &attach(&format!("x{i}"), "worker", true),
-                Some("tab"),
-            );
+            attach(&mut p, &format!("x{i}"), "worker", true, Some("tab"));
         }
         assert_eq!(p.waiting.len(), MAX_PAUSED);
     }
