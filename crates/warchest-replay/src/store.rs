@@ -33,7 +33,7 @@
 //!   there once its `reindex-pending` list is whole (an attempt that
 //!   failed leaves both: the next one goes on from them).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -1060,10 +1060,36 @@ pub struct Store {
     next_mark: std::sync::atomic::AtomicU64,
     /// The least id a new source may get ([`META`]).
     next_source: std::sync::atomic::AtomicU64,
+    /// Bumped after every commit: what [`Store::nth_key_stepped`] kept is
+    /// of the generation it was read at.
+    generation: std::sync::atomic::AtomicU64,
+    /// Where the pages of recent queries start ([`Store::nth_key_stepped`]).
+    page_starts: std::sync::Mutex<PageStarts>,
+    /// Tests only: the keys [`Store::query_keys`] has read.
+    #[cfg(test)]
+    keys_read: std::sync::atomic::AtomicU64,
     /// Tests only: the calls of [`Store::insert`] to let through before
     /// one fails as the store's error would (`None`: none fails).
     #[cfg(test)]
     fail_insert_after: std::sync::Mutex<Option<u32>>,
+}
+
+/// The most bytes of keys [`PageStarts`] keeps, all queries together
+/// (a key is about a hundred bytes: some 160,000 page starts, each
+/// 3,000 captures apart in a CDX server's pages).
+const PAGE_STARTS_BYTES: usize = 16 << 20;
+
+/// The keys found at every `step`-th place of recent queries, of one
+/// store generation: a CDX server's page N starts at its key without the
+/// N pages before it being read again, so reading every page of a range
+/// reads its keys about once, not once a page.
+#[derive(Default)]
+struct PageStarts {
+    generation: u64,
+    /// Query (its range, period, order, resume and step) -> the keys at
+    /// places `step`, `2 * step`, ... of it, as far as read.
+    known: HashMap<String, Vec<String>>,
+    bytes: usize,
 }
 
 impl std::fmt::Debug for Store {
@@ -1148,6 +1174,10 @@ impl Store {
             marks: std::sync::Mutex::new(marks),
             next_mark: std::sync::atomic::AtomicU64::new(next_mark),
             next_source: std::sync::atomic::AtomicU64::new(next_source),
+            generation: Default::default(),
+            page_starts: Default::default(),
+            #[cfg(test)]
+            keys_read: Default::default(),
             #[cfg(test)]
             fail_insert_after: Default::default(),
         };
@@ -1188,7 +1218,7 @@ impl Store {
                     attempts.remove(*id).map_err(|e| db_error(e, p))?;
                 }
             }
-            txn.commit().map_err(|e| db_error(e, p))?;
+            self.commit(txn)?;
         }
         for id in &unmarked {
             self.clear_pending(*id)?;
@@ -1282,7 +1312,7 @@ impl Store {
                     .map_err(|e| db_error(e, p))?;
             }
         }
-        txn.commit().map_err(|e| db_error(e, p))?;
+        self.commit(txn)?;
         self.marks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -1391,7 +1421,7 @@ impl Store {
             let mut t = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
             t.insert(id, g).map_err(|e| db_error(e, p))?;
         }
-        txn.commit().map_err(|e| db_error(e, p))
+        self.commit(txn)
     }
 
     /// `s` with its stale mark as the store holds it.
@@ -2294,7 +2324,7 @@ impl Store {
             }
             before
         };
-        txn.commit().map_err(|e| db_error(e, p))?;
+        self.commit(txn)?;
         if let Some(a) = before {
             tracing::warn!(
                 "index cache {}: {name} is indexed again from its start (attempt {a}; its \
@@ -2327,7 +2357,7 @@ impl Store {
                     attempts.insert(id, 1).map_err(|e| db_error(e, p))?;
                 }
             }
-            txn.commit().map_err(|e| db_error(e, p))
+            self.commit(txn)
         };
         let caps = r.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
         for item in caps.iter().map_err(|e| db_error(e, p))? {
@@ -2392,7 +2422,7 @@ impl Store {
                 }
                 keys.len()
             };
-            txn.commit().map_err(|e| db_error(e, p))?;
+            self.commit(txn)?;
             if n == 0 {
                 return Ok(());
             }
@@ -2437,7 +2467,7 @@ impl Store {
             }
             if rows.is_empty() {
                 let cleared = self.end_attempt(&txn, &r, src)?;
-                txn.commit().map_err(|e| db_error(e, p))?;
+                self.commit(txn)?;
                 self.remember(src);
                 if cleared {
                     let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
@@ -2477,7 +2507,7 @@ impl Store {
                     }
                 }
             }
-            txn.commit().map_err(|e| db_error(e, p))?;
+            self.commit(txn)?;
             after = rows.pop().map(|(k, _)| k);
         }
         // What is left are rows only (of entries written again): the
@@ -2579,7 +2609,7 @@ impl Store {
             t.insert(src.id, v.as_slice())
                 .map_err(|e| db_error(e, &self.path))?;
         }
-        txn.commit().map_err(|e| db_error(e, &self.path))?;
+        self.commit(txn)?;
         self.remember(src);
         Ok(())
     }
@@ -2729,7 +2759,7 @@ impl Store {
                 }
             }
         }
-        txn.commit().map_err(|e| db_error(e, p))?;
+        self.commit(txn)?;
         Ok(entries.len() as u64)
     }
 
@@ -2974,6 +3004,101 @@ impl Store {
         Ok(found)
     }
 
+    /// What [`Store::nth_key`] gives for `n`, from the keys at every
+    /// `step`-th place of `q` kept since the store last changed: a CDX
+    /// server's page `n / step` found from where the last page it found
+    /// for `q` starts, not from the range's start, so that reading a
+    /// range page after page reads its keys about once. The keys passed
+    /// are kept (at most [`PAGE_STARTS_BYTES`] of them, all queries
+    /// together; past it, what is kept is dropped and kept again from
+    /// this query on). An `n` that is not a multiple of `step` is found as
+    /// [`Store::nth_key`] finds it.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn nth_key_stepped(&self, q: &Query, n: usize, step: usize) -> Result<Option<String>> {
+        use std::sync::atomic::Ordering;
+        if n == 0 || step == 0 || !n.is_multiple_of(step) {
+            return self.nth_key(q, n);
+        }
+        let want = n / step;
+        let sig = format!(
+            "{:?} {:?} {:?} {} {:?} {step}",
+            q.range, q.from, q.to, q.reverse, q.resume
+        );
+        // Read before the keys are: a commit in between makes what is
+        // found here of an older generation, never kept as of a newer.
+        let generation = self.generation.load(Ordering::Acquire);
+        let (have, last) = {
+            let Ok(mut kept) = self.page_starts.lock() else {
+                return self.nth_key(q, n);
+            };
+            if kept.generation != generation {
+                *kept = PageStarts {
+                    generation,
+                    ..PageStarts::default()
+                };
+            }
+            let known = kept.known.get(&sig).map(Vec::as_slice).unwrap_or_default();
+            if let Some(k) = known.get(want - 1) {
+                return Ok(Some(k.clone()));
+            }
+            (known.len(), known.last().cloned())
+        };
+        // From the last page start known (itself place 0 of the walk), or
+        // from the query's own start.
+        let mut walk = q.clone();
+        if let Some(k) = last {
+            walk.resume = Some(k);
+        }
+        let mut found = Vec::new();
+        let mut bytes = 0usize;
+        let mut seen = 0usize;
+        let mut at = have;
+        let mut answer = None;
+        self.query_keys(&walk, |k| {
+            if seen > 0 && seen.is_multiple_of(step) {
+                at += 1;
+                if bytes <= PAGE_STARTS_BYTES {
+                    bytes += k.len();
+                    found.push(k.to_string());
+                }
+                if at == want {
+                    answer = Some(k.to_string());
+                    return false;
+                }
+            }
+            seen += 1;
+            true
+        })?;
+        if let Ok(mut kept) = self.page_starts.lock()
+            && kept.generation == generation
+        {
+            if kept.bytes + bytes > PAGE_STARTS_BYTES {
+                kept.known.clear();
+                kept.bytes = 0;
+            }
+            let known = kept.known.entry(sig).or_default();
+            // Kept only where it goes on from what is kept (another
+            // request may have gone on first, or the cache been dropped).
+            if known.len() == have {
+                known.extend(found);
+                kept.bytes += bytes;
+            }
+        }
+        Ok(answer)
+    }
+
+    /// Commits `txn`, then bumps the generation: what
+    /// [`Store::nth_key_stepped`] found before is not taken for what is
+    /// there after.
+    fn commit(&self, txn: redb::WriteTransaction) -> Result<()> {
+        let r = txn.commit().map_err(|e| db_error(e, &self.path));
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        r
+    }
+
     /// The keys of the captures `q` selects (its range and period, from
     /// its resume on, in its order; its limit and skip aside), read alone:
     /// no capture decoded. `each` returns false to stop.
@@ -2989,6 +3114,9 @@ impl Store {
         let mut step = |item: RangeItem<'_>| -> Result<bool> {
             let (k, _) = item.map_err(|e| db_error(e, p))?;
             let k = k.value();
+            #[cfg(test)]
+            self.keys_read
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(
                 !(q.range.contains(k) && key_in_period(k, from.as_deref(), to.as_deref()))
                     || each(k),
@@ -3637,6 +3765,75 @@ mod tests {
             urls(&got(&q(Some("zz".into()), true))),
             ["http://a.test/5", "http://a.test/4"]
         );
+    }
+
+    /// The n-th key found from the page starts kept is the one counted
+    /// from the start, forwards and backwards, in a period, from a resume,
+    /// past the end and out of turn; reading every page in turn reads the
+    /// keys about once; a sync that adds captures drops what was kept.
+    #[test]
+    fn page_starts_kept_give_the_nth_key_and_read_the_keys_once() {
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().unwrap();
+        let store = daily_store(dir.path(), 28);
+        let q = |reverse, from: Option<&str>, resume: Option<String>| Query {
+            range: KeyRange::new("http://a.test/*", MatchType::Prefix),
+            from: from.map(str::to_string),
+            to: None,
+            limit: usize::MAX,
+            reverse,
+            skip: 0,
+            resume,
+        };
+        let all = store.count(&q(false, None, None)).unwrap();
+        assert_eq!(all, 28);
+        let third = store.nth_key(&q(false, None, None), 3).unwrap();
+        for query in [
+            q(false, None, None),
+            q(true, None, None),
+            q(false, Some("20240110"), None),
+            q(true, Some("20240105"), None),
+            q(false, None, third),
+        ] {
+            // Out of turn: far first, then near, past the end, again.
+            for n in [21, 3, 9, 27, 30, 33, 6, 21, 0, 4] {
+                assert_eq!(
+                    store.nth_key_stepped(&query, n, 3).unwrap(),
+                    store.nth_key(&query, n).unwrap(),
+                    "{query:?} {n}"
+                );
+            }
+        }
+        // Every page in turn, after the store changed (nothing kept): the
+        // keys are read about once, where counting from the start each
+        // time reads 3 + 6 + ... + 27 of them.
+        let read = || store.keys_read.load(Ordering::Relaxed);
+        store.generation.fetch_add(1, Ordering::AcqRel);
+        let before = read();
+        let fwd = q(false, None, None);
+        for page in 1..=9 {
+            assert_eq!(
+                store.nth_key_stepped(&fwd, page * 3, 3).unwrap(),
+                store.nth_key(&fwd, page * 3).unwrap()
+            );
+        }
+        // Each check above reads its own keys: (3 + 6 + ... + 27) + 28.
+        let counted = (1..=9).map(|p| p * 3 + 1).sum::<usize>() as u64;
+        let stepped = read() - before - counted;
+        assert!(stepped <= 28 + 9, "{stepped} keys read for 9 pages");
+        // A sync that adds captures to the range: found again, not kept.
+        let page = store.nth_key_stepped(&fwd, 3, 3).unwrap().unwrap();
+        let more = dir.path().join("b.warc");
+        std::fs::write(
+            &more,
+            response_record("http://a.test/0", "2023-12-31T00:00:00Z", 200, "x"),
+        )
+        .unwrap();
+        let warcs = [dir.path().join("a.warc"), more];
+        store.sync(&warcs).unwrap();
+        let now = store.nth_key_stepped(&fwd, 3, 3).unwrap().unwrap();
+        assert_eq!(Some(&now), store.nth_key(&fwd, 3).unwrap().as_ref());
+        assert_ne!(now, page);
     }
 
     /// A file rewritten in place, its payload now at another offset, and

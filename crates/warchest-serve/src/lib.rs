@@ -1309,7 +1309,11 @@ fn cdx_api(
             let start = if sort == "closest" {
                 None
             } else {
-                coll.store.nth_key(&q, page.saturating_mul(window))?
+                // From the last page start found for this query, kept
+                // until the store changes: cdx_toolkit reads every page in
+                // turn, and each would read all the keys before it.
+                coll.store
+                    .nth_key_stepped(&q, page.saturating_mul(window), CDX_BLOCK)?
             };
             let Some(start) = start else {
                 let last = if sort == "closest" {
