@@ -3821,6 +3821,11 @@ mod tests {
         let counted = (1..=9).map(|p| p * 3 + 1).sum::<usize>() as u64;
         let stepped = read() - before - counted;
         assert!(stepped <= 28 + 9, "{stepped} keys read for 9 pages");
+        // A sync that finds nothing new commits nothing: what is kept
+        // stays (a server's `--poll`).
+        let generation = store.generation.load(Ordering::Acquire);
+        store.sync(&[dir.path().join("a.warc")]).unwrap();
+        assert_eq!(store.generation.load(Ordering::Acquire), generation);
         // A sync that adds captures to the range: found again, not kept.
         let page = store.nth_key_stepped(&fwd, 3, 3).unwrap().unwrap();
         let more = dir.path().join("b.warc");
