@@ -3009,7 +3009,7 @@ impl Store {
     /// server's page `n / step` found from where the last page it found
     /// for `q` starts, not from the range's start, so that reading a
     /// range page after page reads its keys about once. The keys passed
-    /// are kept (at most [`PAGE_STARTS_BYTES`] of them, all queries
+    /// are kept (at most 16 MiB of them, all queries
     /// together; past it, what is kept is dropped and kept again from
     /// this query on). An `n` that is not a multiple of `step` is found as
     /// [`Store::nth_key`] finds it.
