@@ -3009,19 +3009,47 @@ impl Store {
     /// server's page `n / step` found from where the last page it found
     /// for `q` starts, not from the range's start, so that reading a
     /// range page after page reads its keys about once. The keys passed
-    /// are kept (at most 16 MiB of them, all queries
-    /// together; past it, what is kept is dropped and kept again from
-    /// this query on). An `n` that is not a multiple of `step` is found as
-    /// [`Store::nth_key`] finds it.
+    /// are kept (at most 16 MiB of them, all queries together; past it,
+    /// what is kept is dropped and kept again from this query on). An `n`
+    /// that is not a multiple of `step` is found as [`Store::nth_key`]
+    /// finds it.
     ///
     /// # Errors
     /// The store cannot be read.
     pub fn nth_key_stepped(&self, q: &Query, n: usize, step: usize) -> Result<Option<String>> {
-        use std::sync::atomic::Ordering;
         if n == 0 || step == 0 || !n.is_multiple_of(step) {
             return self.nth_key(q, n);
         }
-        let want = n / step;
+        Ok(self.walk_steps(q, step, Some(n / step))?.0)
+    }
+
+    /// What [`Store::count`] gives, counted from the last of `q`'s keys
+    /// at every `step`-th place kept ([`Store::nth_key_stepped`]), and
+    /// keeping those it passes: a CDX server's count of pages, after which
+    /// any page is found from its own start, whichever is asked first
+    /// (a client that shares the pages among workers).
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn count_stepped(&self, q: &Query, step: usize) -> Result<usize> {
+        if step == 0 {
+            return self.count(q);
+        }
+        Ok(self.walk_steps(q, step, None)?.1)
+    }
+
+    /// Walks `q`'s keys from the last of those at every `step`-th place
+    /// kept for it (or from its start), keeping those it passes, until
+    /// place `want * step` (the key there, if `q` has it) or, without
+    /// `want`, to the end; also gives how many keys `q` has up to where
+    /// the walk stopped, counted from its start.
+    fn walk_steps(
+        &self,
+        q: &Query,
+        step: usize,
+        want: Option<usize>,
+    ) -> Result<(Option<String>, usize)> {
+        use std::sync::atomic::Ordering;
         let sig = format!(
             "{:?} {:?} {:?} {} {:?} {step}",
             q.range, q.from, q.to, q.reverse, q.resume
@@ -3031,7 +3059,10 @@ impl Store {
         let generation = self.generation.load(Ordering::Acquire);
         let (have, last) = {
             let Ok(mut kept) = self.page_starts.lock() else {
-                return self.nth_key(q, n);
+                return match want {
+                    Some(w) => Ok((self.nth_key(q, w.saturating_mul(step))?, 0)),
+                    None => Ok((None, self.count(q)?)),
+                };
             };
             if kept.generation != generation {
                 *kept = PageStarts {
@@ -3040,8 +3071,8 @@ impl Store {
                 };
             }
             let known = kept.known.get(&sig).map(Vec::as_slice).unwrap_or_default();
-            if let Some(k) = known.get(want - 1) {
-                return Ok(Some(k.clone()));
+            if let Some(k) = want.and_then(|w| known.get(w.wrapping_sub(1))) {
+                return Ok((Some(k.clone()), 0));
             }
             (known.len(), known.last().cloned())
         };
@@ -3063,7 +3094,7 @@ impl Store {
                     bytes += k.len();
                     found.push(k.to_string());
                 }
-                if at == want {
+                if Some(at) == want {
                     answer = Some(k.to_string());
                     return false;
                 }
@@ -3086,7 +3117,7 @@ impl Store {
                 kept.bytes += bytes;
             }
         }
-        Ok(answer)
+        Ok((answer, have.saturating_mul(step).saturating_add(seen)))
     }
 
     /// Commits `txn`, then bumps the generation: what
@@ -3770,7 +3801,9 @@ mod tests {
     /// The n-th key found from the page starts kept is the one counted
     /// from the start, forwards and backwards, in a period, from a resume,
     /// past the end and out of turn; reading every page in turn reads the
-    /// keys about once; a sync that adds captures drops what was kept.
+    /// keys about once; a count keeps the page starts, after which a far
+    /// page reads no key before it; a sync that adds captures drops what
+    /// was kept.
     #[test]
     fn page_starts_kept_give_the_nth_key_and_read_the_keys_once() {
         use std::sync::atomic::Ordering;
@@ -3821,6 +3854,32 @@ mod tests {
         let counted = (1..=9).map(|p| p * 3 + 1).sum::<usize>() as u64;
         let stepped = read() - before - counted;
         assert!(stepped <= 28 + 9, "{stepped} keys read for 9 pages");
+        // Counted after a change: equal to `count`, every key read once,
+        // and a far page then found from its own block's start.
+        store.generation.fetch_add(1, Ordering::AcqRel);
+        for query in [q(false, None, None), q(true, Some("20240105"), None)] {
+            let before = read();
+            let n = store.count_stepped(&query, 3).unwrap();
+            let stepped = read() - before;
+            let before = read();
+            assert_eq!(n, store.count(&query).unwrap(), "{query:?}");
+            // The range's keys once, as `count` reads them.
+            assert_eq!(stepped, read() - before);
+            let before = read();
+            let far = store.nth_key_stepped(&query, 21, 3).unwrap();
+            assert_eq!(read(), before, "a kept page start is not read again");
+            assert_eq!(far, store.nth_key(&query, 21).unwrap());
+            // Counted again: from the last start kept, its block alone
+            // (and, in a period, the keys outside it the range holds
+            // past that start).
+            let before = read();
+            assert_eq!(store.count_stepped(&query, 3).unwrap(), n);
+            let again = read() - before;
+            assert!(again < stepped, "{again} keys of {stepped}");
+            if query.from.is_none() {
+                assert!(again <= 3, "{again} keys");
+            }
+        }
         // A sync that finds nothing new commits nothing: what is kept
         // stays (a server's `--poll`).
         let generation = store.generation.load(Ordering::Acquire);

@@ -1283,7 +1283,9 @@ fn cdx_api(
         resume,
     };
     let count_pages = |q: &Query| -> Result<(usize, usize)> {
-        let blocks = coll.store.count(q)?.div_ceil(CDX_BLOCK);
+        // Keeping the block starts it passes: a client that shares the
+        // pages among workers asks for far pages first.
+        let blocks = coll.store.count_stepped(q, CDX_BLOCK)?.div_ceil(CDX_BLOCK);
         Ok((blocks, blocks.div_ceil(page_size)))
     };
     if show_pages {
