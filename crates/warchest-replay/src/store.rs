@@ -3009,8 +3009,9 @@ impl Store {
     /// server's page `n / step` found from where the last page it found
     /// for `q` starts, not from the range's start, so that reading a
     /// range page after page reads its keys about once. The keys passed
-    /// are kept (at most 16 MiB of them, all queries together; past it,
-    /// what is kept is dropped and kept again from this query on). An `n`
+    /// are kept (at most 16 MiB of them and of the queries' names, all
+    /// queries together; past it, what is kept is dropped and kept again
+    /// from this query on). An `n`
     /// that is not a multiple of `step` is found as [`Store::nth_key`]
     /// finds it.
     ///
@@ -3102,19 +3103,24 @@ impl Store {
             seen += 1;
             true
         })?;
-        if let Ok(mut kept) = self.page_starts.lock()
+        // Nothing passed, nothing kept: a query of less than a step (most
+        // of them) leaves no entry, and every entry's own name counts
+        // against the bound, so many queries cannot grow it either.
+        if !found.is_empty()
+            && let Ok(mut kept) = self.page_starts.lock()
             && kept.generation == generation
         {
-            if kept.bytes + bytes > PAGE_STARTS_BYTES {
+            if kept.bytes + bytes + sig.len() > PAGE_STARTS_BYTES {
                 kept.known.clear();
                 kept.bytes = 0;
             }
-            let known = kept.known.entry(sig).or_default();
             // Kept only where it goes on from what is kept (another
             // request may have gone on first, or the cache been dropped).
-            if known.len() == have {
-                known.extend(found);
-                kept.bytes += bytes;
+            let kept_len = kept.known.get(&sig).map(Vec::len);
+            if kept_len.unwrap_or(0) == have {
+                let named = if kept_len.is_some() { 0 } else { sig.len() };
+                kept.bytes += bytes + named;
+                kept.known.entry(sig).or_default().extend(found);
             }
         }
         Ok((answer, have.saturating_mul(step).saturating_add(seen)))
@@ -3880,6 +3886,17 @@ mod tests {
                 assert!(again <= 3, "{again} keys");
             }
         }
+        // Queries of less than a step keep nothing: many of them cannot
+        // grow what is kept.
+        let entries = store.page_starts.lock().unwrap().known.len();
+        for i in 0..50 {
+            let one = Query {
+                range: KeyRange::new(&format!("http://a.test/{i}"), MatchType::Exact),
+                ..q(false, None, None)
+            };
+            assert_eq!(store.count_stepped(&one, 3).unwrap(), usize::from(i < 28));
+        }
+        assert_eq!(store.page_starts.lock().unwrap().known.len(), entries);
         // A sync that finds nothing new commits nothing: what is kept
         // stays (a server's `--poll`).
         let generation = store.generation.load(Ordering::Acquire);
