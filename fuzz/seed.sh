@@ -115,6 +115,15 @@ for r in '\x00/' '\x00/archive/cdx?url=a.example/&matchType=domain&output=json&f
     '\x02/archive/2014id_/http://b.example/doc.txt' '\x05/archive/2014id_/http://a.example/api'; do
     printf '%b' "$r" > "$corpus/serve_request/$i"; i=$((i + 1))
 done
+# access_rules: pywb's access control files.
+mkdir -p "$corpus/access_rules"
+i=0
+for r in 'org,httpbin)/anything/something - {"access": "allow", "url": "http://httpbin.org/anything/something"}\norg,httpbin)/anything - {"access": "exclude"}\norg,httpbin)/ - {"access": "block"}\ncom, - {"access": "allow"}' \
+    'com,example)/restricted - {"access": "allow", "before": "20101201"}\ncom,example)/restricted - {"access": "block"}\ncom,example)/restricted - {"access": "allow_ignore_embargo", "user": "staff"}' \
+    'com,example)/a### - {"access": "exclude"}\n*, - {"access": "block", "newer": {"years": 1, "days": 3}}\n# comment\n\ncom,example)/ - {"access": "allow", "older": {"months": 2}, "after": 2001}' \
+    'com,example)/ - {"access": "exclude"}'; do
+    printf '%b' "$r" > "$corpus/access_rules/$i"; i=$((i + 1))
+done
 # capture_wire: the first byte picks the piece size (bits 0-2), a request
 # (bit 3), HEAD (bit 4) and the head limit (bits 5-7); then a server's
 # answer (the HTTP responses of the fixtures, cut above), or a DNS answer,

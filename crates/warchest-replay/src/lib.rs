@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod fuzzy;
 mod js_location;
 pub mod remote;
@@ -47,6 +48,9 @@ pub struct Collection {
     /// Damaged records and undecodable payloads served from it, counted
     /// since it was made (`ServedDamage::default()` to start from none).
     pub served: ServedDamage,
+    /// Which captures it shows, to whom ([`access::AccessRules::allow_all`]:
+    /// all of them, to everyone).
+    pub access: access::AccessRules,
 }
 
 /// What a collection served that was not whole, counted as it is served
@@ -176,12 +180,21 @@ impl Collection {
     /// URL itself (an `http` to `https` redirect archived with its target
     /// would loop) when another capture exists.
     ///
+    /// Captures `who` may not see ([`access::Verdict::Exclude`]) are not
+    /// looked at; a blocked one may be found (its content is refused by
+    /// the caller).
+    ///
     /// # Errors
     /// The store cannot be read.
-    pub fn find(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
-        match self.find_exact(target, timestamp)? {
+    pub fn find(
+        &self,
+        target: &str,
+        timestamp: &str,
+        who: &access::Viewer<'_>,
+    ) -> Result<Option<Capture>> {
+        match self.find_exact(target, timestamp, who)? {
             Some(c) => Ok(Some(c)),
-            None => self.find_fuzzy(target, timestamp),
+            None => self.find_fuzzy(target, timestamp, who),
         }
     }
 
@@ -196,10 +209,15 @@ impl Collection {
     ///
     /// # Errors
     /// The store cannot be read.
-    pub fn find_fuzzy(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
+    pub fn find_fuzzy(
+        &self,
+        target: &str,
+        timestamp: &str,
+        who: &access::Viewer<'_>,
+    ) -> Result<Option<Capture>> {
         let at = timestamp_seconds(&pad_timestamp(timestamp));
         let mut best: Option<(i64, Capture)> = None;
-        self.fuzzy_matches(target, None, None, |c| {
+        self.fuzzy_matches(target, None, None, who, |c| {
             let replayable = c.entry.record_type.as_deref().is_some_and(|t| {
                 ["response", "revisit", "resource"]
                     .iter()
@@ -220,7 +238,8 @@ impl Collection {
     /// resource, among those of the same host and path with or without
     /// query and path parameters (not the paths below it: `/` would be the
     /// whole site), within `from..=to` (CDX timestamps, padded as a
-    /// [`store::Query`]'s), at most [`Collection::FUZZY_SCAN`] looked at.
+    /// [`store::Query`]'s), at most [`Collection::FUZZY_SCAN`] looked at,
+    /// those `who` may not see passed over.
     /// None when there are no rules or `target` is no http(s) URL. The
     /// replay's fuzzy match ([`Collection::find_fuzzy`]) and the CDX API's
     /// fuzzy answer are made of these.
@@ -232,6 +251,7 @@ impl Collection {
         target: &str,
         from: Option<String>,
         to: Option<String>,
+        who: &access::Viewer<'_>,
         mut f: impl FnMut(Capture),
     ) -> Result<()> {
         if self.fuzzy.is_empty() {
@@ -264,6 +284,7 @@ impl Collection {
                     .as_deref()
                     .and_then(|u| self.fuzzy.key(u))
                     .is_some_and(|k| k == want)
+                    && who.sees(&c)
                 {
                     f(c);
                 }
@@ -280,14 +301,19 @@ impl Collection {
     ///
     /// # Errors
     /// The store cannot be read.
-    pub fn find_exact(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
+    pub fn find_exact(
+        &self,
+        target: &str,
+        timestamp: &str,
+        who: &access::Viewer<'_>,
+    ) -> Result<Option<Capture>> {
         let key = warchest_index::surt::url_key(target);
         let found = self.store.closest(target, timestamp, CLOSEST_SCAN, |c| {
             c.entry.record_type.as_deref().is_some_and(|t| {
                 ["response", "revisit", "resource"]
                     .iter()
                     .any(|k| t.eq_ignore_ascii_case(k))
-            })
+            }) && who.sees(c)
         })?;
         let self_redirect = |c: &Capture| {
             c.status().is_some_and(|s| (300..400).contains(&s))

@@ -18,6 +18,7 @@ use super::exchange::{escape, query_escape};
 use super::names::Names;
 use super::pages::{count, page, search_form};
 use warchest_replay::Collection;
+use warchest_replay::access::{Verdict, Viewer};
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query};
 use warchest_wacz::iso_date;
 
@@ -63,12 +64,23 @@ struct Counts {
 }
 
 /// The captures page of `target` for `period` (digits: a timestamp
-/// prefix, empty for all).
-pub(super) fn captures(coll: &Collection, target: &str, period: &str) -> warchest::Result<String> {
+/// prefix, empty for all), of the captures `who` may see.
+pub(super) fn captures(
+    coll: &Collection,
+    who: &Viewer<'_>,
+    target: &str,
+    period: &str,
+) -> warchest::Result<String> {
     let range = KeyRange::new(target, MatchType::Exact);
     let mut k = Counts::default();
+    let key = warchest_index::surt::url_key(target);
+    let mut read = 0usize;
     // The counts from the index's keys alone: no capture decoded.
     coll.store.timestamps(&range, |ts| {
+        read += 1;
+        if !who.sees_all() && who.verdict(&key, ts) == Verdict::Exclude {
+            return read < MAX_COUNTED;
+        }
         k.total += 1;
         if k.first.is_empty() {
             k.first = ts.to_string();
@@ -86,7 +98,7 @@ pub(super) fn captures(coll: &Collection, target: &str, period: &str) -> warches
             }
         }
         k.last = ts.to_string();
-        k.total < MAX_COUNTED as u64
+        read < MAX_COUNTED
     })?;
     // The year shown: the period's, else the latest captured.
     let year = match period.get(..4) {
@@ -116,7 +128,9 @@ pub(super) fn captures(coll: &Collection, target: &str, period: &str) -> warches
             resume: None,
         },
         |c| {
-            k.listed.push(c);
+            if who.sees(&c) {
+                k.listed.push(c);
+            }
             true
         },
     )?;

@@ -53,6 +53,7 @@ pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::date::{http_date, pad_timestamp, parse_http_date};
 use warchest::http::payload_reader;
+use warchest_replay::access::{Verdict, Viewer};
 use warchest_replay::archive_url::{self, TimeSpec, modifier};
 use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query, Store};
@@ -121,6 +122,14 @@ pub struct ServeOptions {
     /// A full-text index (`warchest search-index`) searched at
     /// `/{coll}/fulltext`.
     pub search: Option<PathBuf>,
+    /// Which captures are shown, to whom: pywb's access control files and
+    /// embargo (default: everything, to everyone).
+    pub access: warchest_replay::access::AccessRules,
+    /// The request header that names the user of the access rules written
+    /// for one user (`X-Pywb-ACL-User` in pywb's deployments). `None`:
+    /// every request is the public's. Only for a front end that sets the
+    /// header itself and removes any a client sent: a client can send it.
+    pub access_user_header: Option<String>,
 }
 
 impl ServeOptions {
@@ -143,6 +152,8 @@ impl ServeOptions {
             rate_limit: None,
             fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
             search: None,
+            access: Default::default(),
+            access_user_header: None,
         }
     }
 
@@ -207,6 +218,8 @@ struct App {
     site: Site,
     /// The full-text index, if any.
     search: Option<warchest_search::SearchIndex>,
+    /// The header naming the access rules' user, if any.
+    user_header: Option<String>,
 }
 
 /// The addresses of the two origins.
@@ -283,6 +296,19 @@ impl App {
             None => h.split(':').next().unwrap_or("").to_string(),
         };
         self.hosts.iter().any(|a| *a == name || *a == h)
+    }
+
+    /// The access rules as the sender of `req` sees them: the user its
+    /// header names, when the server was told which header a front end
+    /// sets; else the public.
+    fn viewer<'a>(&'a self, req: &'a Request) -> Viewer<'a> {
+        let user = self
+            .user_header
+            .as_deref()
+            .and_then(|h| req.header(h))
+            .map(str::trim)
+            .filter(|u| !u.is_empty());
+        self.coll.access.viewer(user)
     }
 }
 
@@ -434,6 +460,17 @@ impl Server {
     /// The store cannot be opened, or an address cannot be bound.
     pub fn bind(opts: ServeOptions) -> Result<Server> {
         // The full-text index first: a wrong path fails before indexing.
+        // The full-text index's counts, facets and histogram are of every
+        // document it holds: with access rules they would show what is
+        // excluded (docs/serve.md, "Access control").
+        if opts.search.is_some() && !opts.access.is_open() {
+            return Err(Error::new(ErrorKind::Usage(
+                "--search with access rules (--acl, --default-access, an embargo) is not \
+                 supported: the full-text search's counts and facets would show the captures \
+                 the rules exclude; index only what may be shown"
+                    .into(),
+            )));
+        }
         let search = match &opts.search {
             Some(p) => Some(
                 warchest_search::SearchIndex::open(p)
@@ -497,6 +534,7 @@ impl Server {
             store,
             fuzzy: opts.fuzzy.clone(),
             served: Default::default(),
+            access: opts.access.clone(),
         };
         let mut local = vec![listener.local_addr()?];
         if let Some(r) = &replay_listener {
@@ -526,6 +564,10 @@ impl Server {
                 limiter: opts.rate_limit.map(RateLimiter::new),
                 site,
                 search,
+                user_header: opts
+                    .access_user_header
+                    .as_deref()
+                    .map(str::to_ascii_lowercase),
             }),
             opts,
             stop: tokio::sync::watch::Sender::new(false),
@@ -654,6 +696,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     }
     let path = req.path();
     let coll = &app.coll;
+    let who = app.viewer(req);
     // A way for the tests to see that a panicking handler costs one
     // answer (500), not the server: debug builds only, and only when asked
     // for in the environment.
@@ -685,7 +728,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         if limited(app, req, resp)? {
             return Ok(());
         }
-        return cdx_api(coll, req, resp, CdxFlavor::InternetArchive);
+        return cdx_api(coll, &who, req, resp, CdxFlavor::InternetArchive);
     }
     // The target after the collection is taken raw (its query included):
     // it is an archived URL, not this server's.
@@ -710,7 +753,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     }
     if sub == "search" {
         resp.source = "page";
-        return search(coll, app.search.is_some(), req, resp);
+        return search(coll, &who, app.search.is_some(), req, resp);
     }
     if sub == "fulltext" {
         resp.source = if req.param("output").is_some_and(|o| o == "json") {
@@ -728,21 +771,21 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         if limited(app, req, resp)? {
             return Ok(());
         }
-        return cdx_api(coll, req, resp, CdxFlavor::Pywb);
+        return cdx_api(coll, &who, req, resp, CdxFlavor::Pywb);
     }
     if let Some(u) = rest.strip_prefix("timemap/link/") {
         resp.source = "api";
         if limited(app, req, resp)? {
             return Ok(());
         }
-        return timemap(coll, req, resp, u);
+        return timemap(coll, &who, req, resp, u);
     }
     if let Some(r) = sub.strip_prefix("record/") {
         if r.ends_with("/warc") || r.ends_with("/payload") {
             return to_other_origin(resp, &req.origin.replay_base, &req.target);
         }
         resp.source = "page";
-        return pages::record(coll, req, resp, r);
+        return pages::record(coll, &who, req, resp, r);
     }
     if sub.starts_with("file/") {
         return to_other_origin(resp, &req.origin.replay_base, &req.target);
@@ -754,7 +797,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         resp.source = "page";
         // `*` is all; `2019*`, `201903*`... a period (the calendar's pages).
         let period = first.trim_end_matches('*');
-        let body = calendar::captures(coll, &archive_url::normalize_target(after), period)?;
+        let body = calendar::captures(coll, &who, &archive_url::normalize_target(after), period)?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
@@ -764,12 +807,12 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         if !ts.modifier.is_empty() {
             return to_other_origin(resp, &req.origin.replay_base, &req.target);
         }
-        return framed(coll, req, resp, &ts, after);
+        return framed(coll, &who, req, resp, &ts, after);
     }
     if limited(app, req, resp)? {
         return Ok(());
     }
-    timegate(coll, req, resp, rest)
+    timegate(coll, &who, req, resp, rest)
 }
 
 /// The replay origin: archived bytes (replay, records, payloads, files)
@@ -791,16 +834,17 @@ fn handle_replay_origin(app: &App, req: &Request, resp: &mut Responder<'_>) -> H
     let raw = &req.target[1..];
     let (cname, rest) = raw.split_once('/').unwrap_or((raw, ""));
     let sub = rest.split('?').next().unwrap_or("");
+    let who = app.viewer(req);
     if cname == coll.name {
         if let Some(r) = sub.strip_prefix("record/")
             && (r.ends_with("/warc") || r.ends_with("/payload"))
         {
             resp.source = "page";
-            return pages::record(coll, req, resp, r);
+            return pages::record(coll, &who, req, resp, r);
         }
         if let Some(r) = sub.strip_prefix("file/") {
             resp.source = "archive";
-            return download_file(coll, resp, r);
+            return download_file(coll, &who, resp, r);
         }
         let (first, after) = rest.split_once('/').unwrap_or((rest, ""));
         if let Some(mut ts) = TimeSpec::parse(first)
@@ -819,7 +863,7 @@ fn handle_replay_origin(app: &App, req: &Request, resp: &mut Responder<'_>) -> H
                     _ => {}
                 }
             }
-            return replay(coll, req, resp, &ts, after);
+            return replay(coll, &who, req, resp, &ts, after);
         }
     }
     if req.path() == "/_/panic" {
@@ -852,34 +896,53 @@ fn to_other_origin(resp: &mut Responder<'_>, base: &str, target: &str) -> HResul
     redirect(resp, &format!("{base}{target}"), vec![])
 }
 
-/// The capture of `target` nearest `timestamp`; when there is none, a 404
-/// page is sent and `None` returned.
+/// The capture of `target` nearest `timestamp` that `who` may see; when
+/// there is none, a 404 page is sent and `None` returned, and when the
+/// access rules block it, a 451 page ([`blocked`]).
 fn find_or_404(
     coll: &Collection,
+    who: &Viewer<'_>,
     resp: &mut Responder<'_>,
     target: &str,
     timestamp: &str,
 ) -> std::result::Result<Option<Capture>, Box<dyn std::error::Error + Send + Sync>> {
-    let found = coll.find(target, timestamp)?;
-    if found.is_none() {
-        resp.source = "miss";
-        let body = pages::not_archived(coll, target);
-        resp.send(404, &text_html(), body.as_bytes())?;
+    let found = coll.find(target, timestamp, who)?;
+    match &found {
+        None => {
+            resp.source = "miss";
+            let body = pages::not_archived(coll, target);
+            resp.send(404, &text_html(), body.as_bytes())?;
+        }
+        Some(c) if who.of(c) == Verdict::Block => {
+            blocked(resp, target)?;
+            return Ok(None);
+        }
+        Some(_) => {}
     }
     Ok(found)
+}
+
+/// The answer for content the access rules block: 451 (RFC 7725), as
+/// pywb's.
+fn blocked(resp: &mut Responder<'_>, what: &str) -> HResult {
+    resp.source = "blocked";
+    let body = pages::error_page(451, &format!("access to {what} is blocked in this archive"));
+    resp.send(451, &text_html(), body.as_bytes())?;
+    Ok(())
 }
 
 /// A top-level replay URL on the UI origin: the banner and a frame with
 /// the page from the replay origin (`mp_`), as pywb's framed replay.
 fn framed(
     coll: &Collection,
+    who: &Viewer<'_>,
     req: &Request,
     resp: &mut Responder<'_>,
     ts: &TimeSpec,
     raw_url: &str,
 ) -> HResult {
     let target = archive_url::normalize_target(raw_url);
-    let Some(cap) = find_or_404(coll, resp, &target, &ts.timestamp)? else {
+    let Some(cap) = find_or_404(coll, who, resp, &target, &ts.timestamp)? else {
         return Ok(());
     };
     let links = ("Link".to_string(), memento_links(req, &coll.name, &target));
@@ -965,7 +1028,13 @@ fn redirect(resp: &mut Responder<'_>, location: &str, extra: Vec<(String, String
 
 /// TimeGate (RFC 7089 section 4.1): `/{coll}/{url}`, the memento nearest
 /// to Accept-Datetime (the latest without one), by a 302.
-fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: &str) -> HResult {
+fn timegate(
+    coll: &Collection,
+    who: &Viewer<'_>,
+    req: &Request,
+    resp: &mut Responder<'_>,
+    raw_url: &str,
+) -> HResult {
     resp.source = "api";
     let target = archive_url::normalize_target(raw_url);
     let want = match req.header("accept-datetime") {
@@ -978,7 +1047,7 @@ fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url:
         },
         None => warchest::http::date::pad_timestamp_up(""),
     };
-    let Some(cap) = coll.find(&target, &want)? else {
+    let Some(cap) = coll.find(&target, &want, who)? else {
         resp.source = "miss";
         let body = pages::not_archived(coll, &target);
         resp.send(404, &text_html(), body.as_bytes())?;
@@ -993,7 +1062,13 @@ fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url:
 }
 
 /// TimeMap (RFC 7089 section 5): every memento of the URL, link format.
-fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: &str) -> HResult {
+fn timemap(
+    coll: &Collection,
+    who: &Viewer<'_>,
+    req: &Request,
+    resp: &mut Responder<'_>,
+    raw_url: &str,
+) -> HResult {
     let target = archive_url::normalize_target(raw_url);
     let h = host_prefix(req);
     let mut caps = Vec::new();
@@ -1008,7 +1083,9 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
             resume: None,
         },
         |c| {
-            caps.push((c.entry.timestamp.clone(), c.entry.url.clone()));
+            if who.sees(&c) {
+                caps.push((c.entry.timestamp.clone(), c.entry.url.clone()));
+            }
             true
         },
     )?;
@@ -1057,6 +1134,7 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 /// outputs ([`CdxFlavor`]).
 fn cdx_api(
     coll: &Collection,
+    who: &Viewer<'_>,
     req: &Request,
     resp: &mut Responder<'_>,
     flavor: CdxFlavor,
@@ -1380,7 +1458,7 @@ fn cdx_api(
         let found = coll
             .store
             .closest(&archive_url::normalize_target(&u), &ts, limit, |c| {
-                accepted(&filters, c)
+                accepted(&filters, c) && who.sees(c)
             })?;
         // Collapsed in the order answered, nearest first.
         for c in &found {
@@ -1401,7 +1479,7 @@ fn cdx_api(
             let mut reads = 0usize;
             coll.store.query(&q, |c| {
                 reads += 1;
-                if accepted(&filters, &c) {
+                if accepted(&filters, &c) && who.sees(&c) {
                     tail.push_front((c, Vec::new()));
                 }
                 tail.len() < limit && reads < CDX_READ_LIMIT
@@ -1419,6 +1497,10 @@ fn cdx_api(
             let mut reads = 0usize;
             coll.store.query(&q, |mut c| {
                 reads += 1;
+                // Not there for this viewer: not even a skip counted.
+                if !who.sees(&c) {
+                    return reads < CDX_READ_LIMIT;
+                }
                 let Some(extra) = resolve(&mut resolver, &mut c) else {
                     return reads < CDX_READ_LIMIT;
                 };
@@ -1457,6 +1539,9 @@ fn cdx_api(
                 next = Some(c.key());
                 return false;
             }
+            if !who.sees(&c) {
+                return true;
+            }
             let Some(extra) = resolve(&mut resolver, &mut c) else {
                 return true;
             };
@@ -1487,7 +1572,7 @@ fn cdx_api(
         }
     }
     if fuzzy && answered.get() == 0 && limit > 0 {
-        let found = fuzzy_answer(coll, &u, req)?;
+        let found = fuzzy_answer(coll, who, &u, req)?;
         let marked = [("is_fuzzy", "1".to_string())];
         let mut lines = found
             .into_iter()
@@ -1542,12 +1627,18 @@ fn cdx_api(
 /// resource ([`Collection::fuzzy_matches`]: the replay's, at most 10,000
 /// looked at), within `from` and `to`, in the index's order, turned
 /// round for `sort=reverse`, nearest first for `sort=closest`.
-fn fuzzy_answer(coll: &Collection, url: &str, req: &Request) -> Result<Vec<Capture>> {
+fn fuzzy_answer(
+    coll: &Collection,
+    who: &Viewer<'_>,
+    url: &str,
+    req: &Request,
+) -> Result<Vec<Capture>> {
     let mut found = Vec::new();
     coll.fuzzy_matches(
         &archive_url::normalize_target(url),
         req.param("from"),
         req.param("to"),
+        who,
         |c| found.push(c),
     )?;
     match req.param("sort").as_deref() {
@@ -2302,7 +2393,13 @@ fn cdx_object(c: &Capture) -> Vec<(&'static str, warchest_index::FieldValue<'_>)
     warchest_index::entry_fields(&c.entry, true).collect()
 }
 
-fn search(coll: &Collection, fulltext: bool, req: &Request, resp: &mut Responder<'_>) -> HResult {
+fn search(
+    coll: &Collection,
+    who: &Viewer<'_>,
+    fulltext: bool,
+    req: &Request,
+    resp: &mut Responder<'_>,
+) -> HResult {
     let q = req.param("url").unwrap_or_default();
     let m = req
         .param("match")
@@ -2321,12 +2418,28 @@ fn search(coll: &Collection, fulltext: bool, req: &Request, resp: &mut Responder
         );
         return redirect(resp, &loc, vec![]);
     }
-    let body = pages::search_results(coll, q.trim(), m)?;
+    let body = pages::search_results(coll, who, q.trim(), m)?;
     resp.send(200, &text_html(), body.as_bytes())?;
     Ok(())
 }
 
-fn download_file(coll: &Collection, resp: &mut Responder<'_>, rest: &str) -> HResult {
+fn download_file(
+    coll: &Collection,
+    who: &Viewer<'_>,
+    resp: &mut Responder<'_>,
+    rest: &str,
+) -> HResult {
+    // A whole file holds every capture in it, whatever the rules say of
+    // each: with rules, no file is served whole.
+    if !who.sees_all() {
+        resp.source = "blocked";
+        resp.send(
+            403,
+            &text_plain(),
+            b"this archive has access rules: whole files are not served\n",
+        )?;
+        return Ok(());
+    }
     let Some(src) = names::Names::of(coll).find(coll, rest) else {
         resp.source = "miss";
         resp.send(404, &text_plain(), b"no such file\n")?;
@@ -2406,13 +2519,14 @@ struct Treatment {
 /// ([`replay_failed`]).
 fn replay(
     coll: &Collection,
+    who: &Viewer<'_>,
     req: &Request,
     resp: &mut Responder<'_>,
     ts: &TimeSpec,
     raw_url: &str,
 ) -> HResult {
     let target = archive_url::normalize_target(raw_url);
-    let Some(cap) = find_or_404(coll, resp, &target, &ts.timestamp)? else {
+    let Some(cap) = find_or_404(coll, who, resp, &target, &ts.timestamp)? else {
         return Ok(());
     };
     // A page asked for at another time is redirected to its capture's

@@ -13,6 +13,7 @@ use warchest::codec::Source;
 use warchest::http::HttpHead;
 use warchest::warc::WarcHeader;
 use warchest_replay::Collection;
+use warchest_replay::access::{Verdict, Viewer};
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query};
 use warchest_validate::{Options, Validator};
 use warchest_wacz::iso_date;
@@ -141,7 +142,12 @@ pub(super) fn fulltext_page(coll: &str, body: &str) -> String {
 }
 
 /// The URLs matching a search.
-pub(super) fn search_results(coll: &Collection, q: &str, m: MatchType) -> warchest::Result<String> {
+pub(super) fn search_results(
+    coll: &Collection,
+    who: &Viewer<'_>,
+    q: &str,
+    m: MatchType,
+) -> warchest::Result<String> {
     let mut rows: Vec<(String, String, u64, String, String)> = Vec::new();
     let mut truncated = false;
     coll.store.query(
@@ -155,6 +161,9 @@ pub(super) fn search_results(coll: &Collection, q: &str, m: MatchType) -> warche
             resume: None,
         },
         |c| {
+            if !who.sees(&c) {
+                return true;
+            }
             let url = c.entry.url.clone().unwrap_or_default();
             match rows.last_mut() {
                 Some(r) if r.0 == c.entry.urlkey => {
@@ -310,6 +319,7 @@ pub(crate) fn frame(coll: &str, cap: &Capture, base: &str, src: &str, replay_bas
 /// `/{coll}/record/{src}/{offset}[/warc|/payload]`.
 pub(super) fn record(
     coll: &Collection,
+    who: &Viewer<'_>,
     _req: &Request,
     resp: &mut Responder<'_>,
     rest: &str,
@@ -351,6 +361,26 @@ pub(super) fn record(
         return Ok(());
     }
     let header = rec.header().clone();
+    // Judged as its capture is: by its target URI and date (a record with
+    // neither, a warcinfo, is no capture of anything).
+    if !who.sees_all()
+        && let Some(uri) = header.target_uri()
+    {
+        let ts = header
+            .date()
+            .and_then(|d| d.ok())
+            .map(|d| d.timestamp14())
+            .unwrap_or_default();
+        match who.verdict(&warchest_index::surt::url_key(&uri), &ts) {
+            Verdict::Allow => {}
+            Verdict::Block => return super::blocked(resp, "this record"),
+            Verdict::Exclude => {
+                resp.source = "miss";
+                resp.send(404, &text_plain(), b"no record at this offset\n")?;
+                return Ok(());
+            }
+        }
+    }
     let raw_header = String::from_utf8_lossy(rec.raw_header()).into_owned();
     match what {
         "warc" => {

@@ -95,6 +95,115 @@ pub struct Args {
     /// histogram, paging) and its JSON API (`&output=json`).
     #[arg(long, value_name = "INDEX")]
     search: Option<PathBuf>,
+    /// Access control rules, pywb's `.aclj` files (a directory: its
+    /// `.aclj` files); repeatable. Each line `SURT-PREFIX - {"access":
+    /// "allow"|"block"|"exclude"|"allow_ignore_embargo"}` (a key ending in
+    /// `###` is that URL alone, `*,` every URL), optionally for one
+    /// "user" and "before"/"after"/"newer"/"older" a time. Excluded
+    /// captures are in no index and 404; blocked ones are listed and 451.
+    /// Read at start. See docs/serve.md, "Access control".
+    #[arg(long = "acl", value_name = "PATH")]
+    acl: Vec<PathBuf>,
+    /// The access of a capture no rule matches.
+    #[arg(long, value_name = "ACCESS", default_value = "allow",
+          value_parser = ["allow", "block", "exclude"])]
+    default_access: String,
+    /// Embargo the captures made before this time (a timestamp: 2010,
+    /// 20101201...).
+    #[arg(long, value_name = "TS")]
+    embargo_before: Option<String>,
+    /// Embargo the captures made after this time.
+    #[arg(long, value_name = "TS")]
+    embargo_after: Option<String>,
+    /// Embargo the captures newer than this period (`1y`, `6m`, `2w3d`:
+    /// years, months, weeks, days, in that order).
+    #[arg(long, value_name = "PERIOD")]
+    embargo_newer: Option<String>,
+    /// Embargo the captures older than this period.
+    #[arg(long, value_name = "PERIOD")]
+    embargo_older: Option<String>,
+    /// What an embargoed capture gets, unless a rule says
+    /// allow_ignore_embargo.
+    #[arg(long, value_name = "ACCESS", default_value = "exclude",
+          value_parser = ["exclude", "block"])]
+    embargo_access: String,
+    /// The request header naming the user of rules written for one user
+    /// (pywb's `X-Pywb-ACL-User`). Without it, every request is the
+    /// public's. Give it only behind a front end that sets the header and
+    /// removes any a client sent: a client can send any header.
+    #[arg(long, value_name = "NAME")]
+    acl_user_header: Option<String>,
+}
+
+/// The access rules, default access and embargo the options name.
+fn access_rules(args: &Args) -> Result<warchest_replay::access::AccessRules> {
+    use warchest_replay::access::{Access, AccessRules, Embargo, Period, Verdict, When};
+    let rules = AccessRules::load(&args.acl).context("--acl")?;
+    let mut when = Vec::new();
+    for (name, v, make) in [
+        (
+            "--embargo-before",
+            &args.embargo_before,
+            When::Before as fn(i64) -> When,
+        ),
+        ("--embargo-after", &args.embargo_after, When::After),
+    ] {
+        if let Some(v) = v {
+            let Some(t) = When::at(v) else {
+                bail!("{name} {v}: a timestamp (2010, 20101201...)");
+            };
+            when.push(make(t));
+        }
+    }
+    for (name, v, make) in [
+        (
+            "--embargo-newer",
+            &args.embargo_newer,
+            When::Newer as fn(Period) -> When,
+        ),
+        ("--embargo-older", &args.embargo_older, When::Older),
+    ] {
+        if let Some(v) = v {
+            let Some(p) = Period::parse(v) else {
+                bail!("{name} {v}: a period (1y, 6m, 2w3d: years, months, weeks, days)");
+            };
+            when.push(make(p));
+        }
+    }
+    let verdict = if args.embargo_access == "block" {
+        Verdict::Block
+    } else {
+        Verdict::Exclude
+    };
+    let embargo = (!when.is_empty()).then_some(Embargo { when, verdict });
+    let default = Access::parse(&args.default_access).unwrap_or(Access::Allow);
+    let rules = rules.with_default(default).with_embargo(embargo);
+    if rules.has_user_rules() && args.acl_user_header.is_none() {
+        eprintln!(
+            "warchest: warning: some access rules are for one user, and no --acl-user-header \
+             names the header that says who: they apply to no request"
+        );
+    }
+    if !rules.is_open() {
+        eprintln!(
+            "warchest: access control: {} rule(s), default {}, {}",
+            rules.len(),
+            args.default_access,
+            if embargo_set(args) {
+                "an embargo"
+            } else {
+                "no embargo"
+            }
+        );
+    }
+    Ok(rules)
+}
+
+fn embargo_set(args: &Args) -> bool {
+    args.embargo_before.is_some()
+        || args.embargo_after.is_some()
+        || args.embargo_newer.is_some()
+        || args.embargo_older.is_some()
 }
 
 pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
@@ -125,7 +234,10 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
         Some(f) => warchest_replay::fuzzy::FuzzyRules::load(f)?,
         None => warchest_replay::fuzzy::FuzzyRules::default(),
     };
+    let access = access_rules(&args)?;
     let opts = ServeOptions {
+        access,
+        access_user_header: args.acl_user_header,
         fuzzy,
         search: args.search,
         listen: args.listen,

@@ -2214,3 +2214,75 @@ fn serves_from_a_zstd_file_with_a_dictionary() {
         assert!(off > 0, "{url}");
     }
 }
+
+/// `--acl`, `--acl-user-header` and the embargo options: pywb's rule file
+/// read, said on stderr, applied to the API and replay; a rule file or an
+/// option that is wrong stops serve before it listens, saying where.
+#[test]
+fn access_control_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.aclj");
+    std::fs::write(
+        &rules,
+        "org,iana)/ - {\"access\": \"block\"}\n\
+         org,iana)/_css - {\"access\": \"exclude\"}\n\
+         org,iana)/ - {\"access\": \"allow\", \"user\": \"staff\"}\n",
+    )
+    .unwrap();
+    let acl = rules.to_str().unwrap();
+    let s = Server::start(
+        &[&fixture("pywb/iana.warc.gz")],
+        &dir.path().join("index.redb"),
+        &[
+            "--poll",
+            "0",
+            "--acl",
+            acl,
+            "--acl-user-header",
+            "X-Pywb-ACL-User",
+            "--embargo-before",
+            "2000",
+        ],
+    );
+    assert!(
+        s.log_with("access control")
+            .contains("access control: 3 rule(s), default allow, an embargo"),
+        "{}",
+        s.log()
+    );
+    let css = s.get("/archive/cdx?url=www.iana.org/_css/2013.1/screen.css");
+    assert_eq!(css.status, 200);
+    assert_eq!(css.text(), "", "excluded");
+    let page = format!("/archive/{IANA_TS}id_/http://www.iana.org/");
+    assert_eq!(s.rget(&page).status, 451);
+    let staff = get(&s.replay, &page, &[("X-Pywb-ACL-User", "staff")]);
+    assert_eq!(staff.status, 200);
+    drop(s);
+
+    std::fs::write(&rules, "org,iana)/ - {\"access\": \"hidden\"}\n").unwrap();
+    let iana = fixture("pywb/iana.warc.gz");
+    let db = dir.path().join("index.redb");
+    for (extra, said) in [
+        (vec!["--acl", acl], "rules.aclj:1: access is allow"),
+        (
+            vec!["--embargo-newer", "1x"],
+            "--embargo-newer 1x: a period",
+        ),
+        (
+            vec!["--embargo-after", "soon"],
+            "--embargo-after soon: a timestamp",
+        ),
+    ] {
+        let out = bin()
+            .arg("serve")
+            .arg(&iana)
+            .args(["--listen", "127.0.0.1:0", "--index-db"])
+            .arg(&db)
+            .args(&extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?}");
+        assert!(err.contains(said), "{extra:?}: {err}");
+    }
+}

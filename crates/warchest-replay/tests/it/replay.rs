@@ -25,6 +25,7 @@ fn collection(paths: &[PathBuf], db: &Path) -> Collection {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
         served: Default::default(),
+        access: Default::default(),
     }
 }
 
@@ -52,7 +53,7 @@ fn uuid_for(uri: &str, date: &str) -> String {
 }
 
 fn payload(coll: &Collection, url: &str, ts: &str) -> (String, Vec<u8>) {
-    let cap = coll.find(url, ts).unwrap().expect("a capture");
+    let cap = coll.find(url, ts, &everyone()).unwrap().expect("a capture");
     let body = coll
         .with_payload(&cap, |p| {
             let mut v = Vec::new();
@@ -101,7 +102,11 @@ fn nearest_capture_and_self_redirects() {
         (ts.as_str(), body.as_slice()),
         ("20200601000001", &b"two"[..])
     );
-    assert!(coll.find("http://b.example/", "2020").unwrap().is_none());
+    assert!(
+        coll.find("http://b.example/", "2020", &everyone())
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[test]
@@ -133,7 +138,7 @@ fn revisits_arc_and_infomall() {
     let (_, arc) = payload(&coll, "http://example.com/", "2014");
     assert!(String::from_utf8_lossy(&arc).contains("Example Domain"));
     let cap = coll
-        .find("http://address.6318.cn/", "2006")
+        .find("http://address.6318.cn/", "2006", &everyone())
         .unwrap()
         .unwrap();
     let status = coll
@@ -257,7 +262,9 @@ fn fuzzy_matching_finds_the_nearest_capture_of_the_same_resource() {
     }
     std::fs::write(&warc, &data).unwrap();
     let mut coll = collection(&[warc], &dir.path().join("db.redb"));
-    let body = |c: &Collection, u: &str, ts: &str| c.find(u, ts).unwrap().map(|cap| cap.entry.url);
+    let body = |c: &Collection, u: &str, ts: &str| {
+        c.find(u, ts, &everyone()).unwrap().map(|cap| cap.entry.url)
+    };
     // The exact URL first; else the nearest in time of the same resource.
     assert_eq!(
         body(&coll, "http://f.example/api?id=1&_=1577836800000", "2021")
@@ -397,6 +404,7 @@ fn damage_is_reported_when_indexed_and_when_served() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
         served: Default::default(),
+        access: Default::default(),
     };
 
     let ((_, body), log) = logged(|| payload(&coll, "http://a.test/", "20240101000000"));
@@ -561,6 +569,7 @@ fn an_unreadable_source_entry_is_said_and_its_file_indexed_again() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
         served: Default::default(),
+        access: Default::default(),
     };
     assert_eq!(payload(&coll, "http://b.test/2", "2024").1, b"b2");
     assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"aa");
@@ -608,8 +617,12 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
+        access: Default::default(),
     };
-    let (found, log) = logged(|| coll.find("http://a.test/", "20240601").unwrap());
+    let (found, log) = logged(|| {
+        coll.find("http://a.test/", "20240601", &everyone())
+            .unwrap()
+    });
     // Not taken for the end of the later captures: July is nearer than
     // January.
     assert_eq!(
@@ -623,7 +636,7 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
         "{log}"
     );
     // Met again: not counted again.
-    coll.find("http://a.test/", "2025").unwrap();
+    coll.find("http://a.test/", "2025", &everyone()).unwrap();
     let mut n = 0;
     coll.store
         .query(
@@ -662,6 +675,7 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
+        access: Default::default(),
     };
     assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"new");
     assert_eq!(coll.store.cache_damage().total(), 0);
@@ -700,8 +714,10 @@ fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
+        access: Default::default(),
     };
-    coll.find("http://a.test/", "20240601").unwrap();
+    coll.find("http://a.test/", "20240601", &everyone())
+        .unwrap();
     assert!(coll.store.sources()[0].stale);
 
     // The file cannot be read now (the reader recovers from any bytes; a
@@ -733,9 +749,13 @@ fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
     let s = &coll.store.sources()[0];
     assert!(s.stale, "still marked: {s:?}");
     assert_eq!(s.entries, 3, "as it was: {s:?}");
-    let found = coll.find("http://a.test/", "20240101").unwrap();
+    let found = coll
+        .find("http://a.test/", "20240101", &everyone())
+        .unwrap();
     assert_eq!(found.expect("January").entry.timestamp, "20240101000000");
-    let found = coll.find("http://a.test/", "20240801").unwrap();
+    let found = coll
+        .find("http://a.test/", "20240801", &everyone())
+        .unwrap();
     assert_eq!(found.expect("July").entry.timestamp, "20240701000000");
     // Tried again, and said again, at the next sync.
     let r = coll.store.sync(&paths).unwrap();
@@ -764,6 +784,7 @@ fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
+        access: Default::default(),
     };
     assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"jul");
     assert_eq!(payload(&coll, "http://a.test/", "20240101").1, b"jan");
@@ -999,7 +1020,11 @@ fn a_file_removed_from_a_directory_is_dropped_with_its_captures() {
     let sources = coll.store.sources();
     assert_eq!(sources.len(), 1, "{sources:?}");
     assert!(sources[0].name.ends_with("b.warc"), "{sources:?}");
-    assert!(coll.find("http://a.test/", "2024").unwrap().is_none());
+    assert!(
+        coll.find("http://a.test/", "2024", &everyone())
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(payload(&coll, "http://c.test/", "2024").1, b"same");
     // Nothing more to drop at the next sync.
     let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
@@ -1123,7 +1148,11 @@ fn a_member_a_replaced_wacz_no_longer_holds_is_dropped() {
     warchest_wacz::create(&[&a, &b], &wacz, &Default::default()).unwrap();
     let coll = collection(std::slice::from_ref(&data), &dir.path().join("db.redb"));
     assert_eq!(coll.store.sources().len(), 2);
-    assert!(coll.find("http://b.test/", "2024").unwrap().is_some());
+    assert!(
+        coll.find("http://b.test/", "2024", &everyone())
+            .unwrap()
+            .is_some()
+    );
     std::fs::remove_file(&wacz).unwrap();
     warchest_wacz::create(&[&a], &wacz, &Default::default()).unwrap();
     // A modification time of its own (the one before may be the same
@@ -1142,7 +1171,11 @@ fn a_member_a_replaced_wacz_no_longer_holds_is_dropped() {
     assert_eq!(r.removed_entries, 1, "{r:?}");
     assert_eq!(coll.store.sources().len(), 1);
     assert_eq!(coll.store.len().unwrap(), 1);
-    assert!(coll.find("http://b.test/", "2024").unwrap().is_none());
+    assert!(
+        coll.find("http://b.test/", "2024", &everyone())
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"a");
 }
 
@@ -1169,7 +1202,11 @@ fn a_member_a_replaced_wacz_by_url_no_longer_holds_is_dropped() {
     assert!(r.removed[0].ends_with("c.wacz#archive/b.warc"), "{r:?}");
     assert_eq!(r.removed_entries, 1, "{r:?}");
     assert_eq!(coll.store.sources().len(), 1);
-    assert!(coll.find("http://b.test/", "2024").unwrap().is_none());
+    assert!(
+        coll.find("http://b.test/", "2024", &everyone())
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"a");
 }
 
@@ -1325,6 +1362,110 @@ fn dropping_a_source_keeps_the_digests_of_another_file_with_the_same_payload() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
+        access: Default::default(),
     };
     assert_eq!(payload(&coll, "http://c.test/", "2024").1, b"same");
+}
+
+/// The public's view of a collection with no access rules.
+fn everyone() -> warchest_replay::access::Viewer<'static> {
+    static OPEN: std::sync::OnceLock<warchest_replay::access::AccessRules> =
+        std::sync::OnceLock::new();
+    OPEN.get_or_init(warchest_replay::access::AccessRules::allow_all)
+        .viewer(None)
+}
+
+/// Access rules in the lookups: an excluded capture is not found (the
+/// nearest one the viewer may see is), an exact and a fuzzy lookup alike;
+/// a blocked one is found (its content is the server's to refuse); a
+/// user's own rule and the embargo apply to that user and to captures of
+/// their time only.
+#[test]
+fn access_rules_hide_excluded_captures_from_lookups() {
+    use warchest_replay::access::{AccessRules, Embargo, Verdict, When};
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let mut bytes = Vec::new();
+    for (uri, date) in [
+        ("http://a.test/", "2024-01-01T00:00:00Z"),
+        ("http://a.test/", "2024-06-01T00:00:00Z"),
+        ("http://a.test/secret/x", "2024-06-01T00:00:00Z"),
+        ("http://a.test/blocked", "2024-06-01T00:00:00Z"),
+        ("http://a.test/p?cb=1", "2024-06-01T00:00:00Z"),
+    ] {
+        bytes.extend(response(uri, date, &text_ok(uri)));
+    }
+    std::fs::write(&warc, bytes).unwrap();
+    let mut coll = collection(&[warc], &dir.path().join("db.redb"));
+    coll.access = AccessRules::parse(
+        "test,a)/secret - {\"access\": \"exclude\"}\n\
+         test,a)/secret - {\"access\": \"allow\", \"user\": \"staff\"}\n\
+         test,a)/blocked - {\"access\": \"block\"}\n\
+         test,a)/p - {\"access\": \"exclude\"}\n",
+        "rules.aclj",
+    )
+    .unwrap()
+    .with_embargo(Some(Embargo {
+        when: vec![When::After(When::at("20240301").unwrap())],
+        verdict: Verdict::Exclude,
+    }));
+    let public = coll.access.viewer(None);
+    let staff = coll.access.viewer(Some("staff"));
+    let ts = |c: Option<warchest_replay::store::Capture>| c.map(|c| c.entry.timestamp);
+    // The June capture is embargoed: the January one is the nearest left.
+    assert_eq!(
+        ts(coll.find("http://a.test/", "20240601", &public).unwrap()).as_deref(),
+        Some("20240101000000")
+    );
+    assert_eq!(
+        ts(coll
+            .find("http://a.test/", "20240601", &everyone())
+            .unwrap())
+        .as_deref(),
+        Some("20240601000000")
+    );
+    assert!(
+        coll.find("http://a.test/secret/x", "2024", &public)
+            .unwrap()
+            .is_none()
+    );
+    // The staff rule allows, but not past the embargo.
+    assert!(
+        coll.find("http://a.test/secret/x", "2024", &staff)
+            .unwrap()
+            .is_none()
+    );
+    let blocked = coll.find("http://a.test/blocked", "2024", &staff).unwrap();
+    assert!(blocked.is_none(), "embargoed for staff too");
+    // Fuzzy: `cb` is a cache buster, the capture of `?cb=1` is excluded.
+    assert!(
+        coll.find("http://a.test/p?cb=2", "2024", &everyone())
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        coll.find("http://a.test/p?cb=2", "2024", &public)
+            .unwrap()
+            .is_none()
+    );
+
+    // Without the embargo: blocked is found and judged blocked.
+    coll.access = coll.access.clone().with_embargo(None);
+    let public = coll.access.viewer(None);
+    let c = coll
+        .find("http://a.test/blocked", "2024", &public)
+        .unwrap()
+        .expect("listed");
+    assert_eq!(public.of(&c), Verdict::Block);
+    assert!(
+        coll.find("http://a.test/secret/x", "2024", &public)
+            .unwrap()
+            .is_none()
+    );
+    let staff = coll.access.viewer(Some("staff"));
+    let c = coll
+        .find("http://a.test/secret/x", "2024", &staff)
+        .unwrap()
+        .expect("staff's");
+    assert_eq!(staff.of(&c), Verdict::Allow);
 }

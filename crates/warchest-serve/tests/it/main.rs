@@ -4,6 +4,7 @@
 //! its log and signals, WACZ, Chromium) are the CLI's
 //! (crates/warchest-cli/tests/it/serve.rs and serve_limits.rs).
 
+mod access;
 mod answer;
 #[path = "../../../warchest/tests/it/common.rs"]
 mod common;
@@ -34,7 +35,11 @@ impl Running {
         opts.listen = "127.0.0.1:0".into();
         opts.store = Some(db.to_path_buf());
         opts.poll = None;
-        let server = Server::bind(opts).expect("bind the server");
+        Running::from_server(Server::bind(opts).expect("bind the server"))
+    }
+
+    /// Runs `server` on a thread.
+    pub fn from_server(server: Server) -> Running {
         let addr = server.local_addr().unwrap().to_string();
         let replay = server.replay_addr().unwrap().expect("a replay listener");
         let stop = server.stop_handle();

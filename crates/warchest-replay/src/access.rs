@@ -1,0 +1,728 @@
+//! Access control: which captures a collection shows, to whom. pywb's
+//! rules, read from its access control files (`.aclj`), and its embargo:
+//!
+//! - a rule is a SURT prefix (`com,example)/private`), or an exact key
+//!   (`com,example)/private###`, that URL alone), or `*,` (every URL), and
+//!   an access: `allow`, `block` (listed in the index, its content refused
+//!   with 451), `exclude` (as if never archived: in no index, 404) or
+//!   `allow_ignore_embargo`;
+//! - a rule may be for one `user` only (named by a header a front end sets)
+//!   and may hold only for captures `before` or `after` a time, or `newer`
+//!   or `older` than a period;
+//! - the longest key that is a prefix of the capture's decides (an exact
+//!   key first); at one key, the viewer's own rules come before everyone's
+//!   and dated rules before undated ones, and the first whose conditions
+//!   hold decides; when none holds there, the next shorter key is looked at;
+//! - the embargo (by capture time) turns what would be shown into its own
+//!   access (`exclude` unless said), except under `allow_ignore_embargo`.
+//!
+//! docs/serve.md ("Access control") says where this differs from pywb.
+//!
+//! ```
+//! use warchest_replay::access::{AccessRules, Verdict};
+//! let rules = AccessRules::parse(
+//!     "com,example)/private - {\"access\": \"exclude\"}\n\
+//!      com,example)/private/open - {\"access\": \"allow\"}\n",
+//!     "rules.aclj",
+//! )
+//! .unwrap();
+//! let who = rules.viewer(None);
+//! assert_eq!(who.verdict("com,example)/private/a", "20200101000000"), Verdict::Exclude);
+//! assert_eq!(who.verdict("com,example)/private/open/a", "20200101000000"), Verdict::Allow);
+//! assert_eq!(who.verdict("com,example)/", "20200101000000"), Verdict::Allow);
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use warchest::error::{Error, ErrorKind, Result};
+use warchest::http::date::{pad_timestamp, timestamp_seconds};
+use warchest::warc::{DatePrecision, WarcDate};
+
+/// The largest access control file read (they are lists of prefixes: a
+/// larger one is a mistake, not a rule set).
+const MAX_FILE: u64 = 256 << 20;
+
+/// The most rules all files together hold.
+const MAX_RULES: usize = 4_000_000;
+
+/// The suffix of an exact key in a rule file (pywb's).
+const EXACT: &str = "###";
+
+/// What a rule allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Shown and served (unless the embargo holds).
+    Allow,
+    /// Listed, its content refused (451).
+    Block,
+    /// As if never archived (404, in no index).
+    Exclude,
+    /// Shown and served, whatever the embargo.
+    AllowIgnoreEmbargo,
+}
+
+impl Access {
+    /// Parses pywb's names (`allow`, `block`, `exclude`,
+    /// `allow_ignore_embargo`).
+    pub fn parse(s: &str) -> Option<Access> {
+        Some(match s {
+            "allow" => Access::Allow,
+            "block" => Access::Block,
+            "exclude" => Access::Exclude,
+            "allow_ignore_embargo" => Access::AllowIgnoreEmbargo,
+            _ => return None,
+        })
+    }
+}
+
+/// What a viewer gets of a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Shown and served.
+    Allow,
+    /// Listed; its content refused (451).
+    Block,
+    /// Not there at all (404, in no index).
+    Exclude,
+}
+
+/// A span of the calendar back from now: pywb's `years`, `months`,
+/// `weeks`, `days`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Period {
+    /// Years.
+    pub years: u32,
+    /// Months.
+    pub months: u32,
+    /// Weeks.
+    pub weeks: u32,
+    /// Days.
+    pub days: u32,
+}
+
+impl Period {
+    /// Parses `1y2m3w4d` (any of the four, in that order, at least one).
+    pub fn parse(s: &str) -> Option<Period> {
+        let mut p = Period::default();
+        let mut n: Option<u32> = None;
+        let mut last = 0u8;
+        for b in s.trim().bytes() {
+            if b.is_ascii_digit() {
+                n = Some(
+                    n.unwrap_or(0)
+                        .checked_mul(10)?
+                        .checked_add(u32::from(b - b'0'))?,
+                );
+                continue;
+            }
+            let order = match b {
+                b'y' => 1,
+                b'm' => 2,
+                b'w' => 3,
+                b'd' => 4,
+                _ => return None,
+            };
+            if order <= last {
+                return None;
+            }
+            last = order;
+            let v = n.take()?;
+            match b {
+                b'y' => p.years = v,
+                b'm' => p.months = v,
+                b'w' => p.weeks = v,
+                _ => p.days = v,
+            }
+        }
+        (n.is_none() && last > 0).then_some(p)
+    }
+
+    /// pywb's JSON form: `{"years": 1, "months": 2, "weeks": 3, "days": 4}`,
+    /// at least one of them.
+    fn from_json(v: &Value) -> Option<Period> {
+        let o = v.as_object()?;
+        if o.is_empty()
+            || o.keys()
+                .any(|k| !["years", "months", "weeks", "days"].contains(&k.as_str()))
+        {
+            return None;
+        }
+        let get = |k: &str| -> Option<u32> {
+            match o.get(k) {
+                None => Some(0),
+                Some(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+            }
+        };
+        Some(Period {
+            years: get("years")?,
+            months: get("months")?,
+            weeks: get("weeks")?,
+            days: get("days")?,
+        })
+    }
+
+    /// The second (since 1970) this period before `now` (a 14-digit
+    /// timestamp): years and months on the calendar (31 March less a
+    /// month is the last of February), then weeks and days.
+    fn before(&self, now: &str) -> i64 {
+        let n = |a: usize, b: usize| {
+            now.get(a..b)
+                .and_then(|s| s.parse::<i64>().ok())
+                .unwrap_or(0)
+        };
+        let months =
+            n(0, 4) * 12 + (n(4, 6) - 1) - i64::from(self.years) * 12 - i64::from(self.months);
+        let (y, m) = (months.div_euclid(12).max(0), months.rem_euclid(12) + 1);
+        let ts = format!("{y:04}{m:02}{}", now.get(6..).unwrap_or(""));
+        timestamp_seconds(&ts) - (i64::from(self.weeks) * 7 + i64::from(self.days)) * 86_400
+    }
+}
+
+/// A condition on a capture's time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum When {
+    /// Captured before this second (since 1970).
+    Before(i64),
+    /// Captured after this second.
+    After(i64),
+    /// Captured less than this period ago.
+    Newer(Period),
+    /// Captured more than this period ago.
+    Older(Period),
+}
+
+impl When {
+    /// A timestamp (`2010`, `20101201`, ...) as its earliest second.
+    pub fn at(ts: &str) -> Option<i64> {
+        let digits = ts.bytes().filter(u8::is_ascii_digit).count();
+        (digits >= 4 && ts.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| timestamp_seconds(&pad_timestamp(ts)))
+    }
+
+    fn holds(&self, at: i64, now: &str) -> bool {
+        match self {
+            When::Before(t) => at < *t,
+            When::After(t) => at > *t,
+            When::Newer(p) => at > p.before(now),
+            When::Older(p) => at < p.before(now),
+        }
+    }
+}
+
+/// The embargo: captures whose time meets any of its conditions get its
+/// access instead of what the rules allow (unless a rule says
+/// `allow_ignore_embargo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Embargo {
+    /// The conditions, any of which embargoes a capture.
+    pub when: Vec<When>,
+    /// What an embargoed capture gets: [`Verdict::Exclude`] (pywb's
+    /// default) or [`Verdict::Block`].
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    access: Access,
+    user: Option<String>,
+    when: Vec<When>,
+}
+
+impl Rule {
+    /// The order rules of one key are tried in: the viewer's own first,
+    /// then everyone's; in each, dated rules before undated.
+    fn rank(&self) -> (bool, bool) {
+        (self.user.is_none(), self.when.is_empty())
+    }
+}
+
+/// A collection's access rules, its default access and its embargo.
+#[derive(Debug, Clone)]
+pub struct AccessRules {
+    prefix: BTreeMap<Vec<u8>, Vec<Rule>>,
+    exact: HashMap<String, Vec<Rule>>,
+    any: Vec<Rule>,
+    default: Access,
+    embargo: Option<Embargo>,
+    rules: usize,
+    users: bool,
+}
+
+impl Default for AccessRules {
+    fn default() -> AccessRules {
+        AccessRules::allow_all()
+    }
+}
+
+fn bad(msg: String) -> Error {
+    Error::new(ErrorKind::Usage(msg))
+}
+
+impl AccessRules {
+    /// No rules, no embargo: everything shown.
+    pub fn allow_all() -> AccessRules {
+        AccessRules {
+            prefix: BTreeMap::new(),
+            exact: HashMap::new(),
+            any: Vec::new(),
+            default: Access::Allow,
+            embargo: None,
+            rules: 0,
+            users: false,
+        }
+    }
+
+    /// The rules of `text`, one per line as pywb writes them (`KEY - JSON`,
+    /// in any order); `name` names it in errors. Blank lines and lines
+    /// starting with `#` are passed over.
+    ///
+    /// # Errors
+    /// A line that is not a rule, named by `name` and its number.
+    pub fn parse(text: &str, name: &str) -> Result<AccessRules> {
+        let mut r = AccessRules::allow_all();
+        r.add(text, name)?;
+        Ok(r)
+    }
+
+    /// The rules of the files at `paths` (a directory: its `.aclj` files).
+    ///
+    /// # Errors
+    /// A path that cannot be read, or a line that is not a rule.
+    pub fn load(paths: &[PathBuf]) -> Result<AccessRules> {
+        let mut r = AccessRules::allow_all();
+        for p in paths {
+            if p.is_dir() {
+                let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                    .map_err(|e| bad(format!("{}: {e}", p.display())))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|f| f.extension().is_some_and(|x| x == "aclj") && f.is_file())
+                    .collect();
+                files.sort();
+                if files.is_empty() {
+                    return Err(bad(format!(
+                        "{}: no .aclj file in this directory",
+                        p.display()
+                    )));
+                }
+                for f in files {
+                    r.add_file(&f)?;
+                }
+            } else {
+                r.add_file(p)?;
+            }
+        }
+        Ok(r)
+    }
+
+    fn add_file(&mut self, path: &Path) -> Result<()> {
+        let name = path.display().to_string();
+        let len = std::fs::metadata(path)
+            .map_err(|e| bad(format!("{name}: {e}")))?
+            .len();
+        if len > MAX_FILE {
+            return Err(bad(format!(
+                "{name}: {len} bytes, more than an access control file may hold ({MAX_FILE})"
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(|e| bad(format!("{name}: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            bad(format!(
+                "{name}: not UTF-8 (byte {})",
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
+        self.add(&text, &name)
+    }
+
+    fn add(&mut self, text: &str, name: &str) -> Result<()> {
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let at = |why: &str| bad(format!("{name}:{}: {why}: {line}", i + 1));
+            let (key, rest) = line
+                .split_once(' ')
+                .ok_or_else(|| at("no rule after the key"))?;
+            let (_, json) = rest
+                .trim_start()
+                .split_once(' ')
+                .ok_or_else(|| at("no rule after the key"))?;
+            if key.contains("://") {
+                return Err(at(
+                    "the key is a URL, not a SURT prefix (com,example)/path)",
+                ));
+            }
+            let v: Value = serde_json::from_str(json.trim())
+                .map_err(|e| at(&format!("the rule is not JSON ({e})")))?;
+            let access = v["access"].as_str().ok_or_else(|| at("no \"access\""))?;
+            let access = Access::parse(access)
+                .ok_or_else(|| at("access is allow, block, exclude or allow_ignore_embargo"))?;
+            let user = match &v["user"] {
+                Value::Null => None,
+                Value::String(u) => Some(u.clone()),
+                _ => return Err(at("\"user\" is a string")),
+            };
+            let mut when = Vec::new();
+            for (k, make) in [
+                ("before", When::Before as fn(i64) -> When),
+                ("after", When::After),
+            ] {
+                match &v[k] {
+                    Value::Null => {}
+                    t => {
+                        let t = t
+                            .as_str()
+                            .map(str::to_string)
+                            .or_else(|| t.as_u64().map(|n| n.to_string()));
+                        let s = t.as_deref().and_then(When::at).ok_or_else(|| {
+                            at(&format!("\"{k}\" is a timestamp (2010, 20101201...)"))
+                        })?;
+                        when.push(make(s));
+                    }
+                }
+            }
+            for (k, make) in [
+                ("newer", When::Newer as fn(Period) -> When),
+                ("older", When::Older),
+            ] {
+                match &v[k] {
+                    Value::Null => {}
+                    p => {
+                        let p = Period::from_json(p).ok_or_else(|| at(&format!("\"{k}\" is {{\"years\", \"months\", \"weeks\", \"days\"}}, at least one")))?;
+                        when.push(make(p));
+                    }
+                }
+            }
+            if self.rules == MAX_RULES {
+                return Err(at(&format!("more than {MAX_RULES} rules")));
+            }
+            self.rules += 1;
+            self.users |= user.is_some();
+            let rule = Rule { access, user, when };
+            let list = if key == "*," {
+                &mut self.any
+            } else if let Some(k) = key.strip_suffix(EXACT) {
+                self.exact.entry(k.to_string()).or_default()
+            } else {
+                self.prefix.entry(key.as_bytes().to_vec()).or_default()
+            };
+            list.push(rule);
+            // Stable: the file's order within a rank.
+            list.sort_by_key(Rule::rank);
+        }
+        Ok(())
+    }
+
+    /// The access of a capture no rule matches (pywb's `default_access`;
+    /// allow unless set).
+    pub fn with_default(mut self, access: Access) -> AccessRules {
+        self.default = access;
+        self
+    }
+
+    /// The embargo.
+    pub fn with_embargo(mut self, embargo: Option<Embargo>) -> AccessRules {
+        self.embargo = embargo.filter(|e| !e.when.is_empty());
+        self
+    }
+
+    /// How many rules were read.
+    pub fn len(&self) -> usize {
+        self.rules
+    }
+
+    /// True when no rule was read.
+    pub fn is_empty(&self) -> bool {
+        self.rules == 0
+    }
+
+    /// True when some rule is for one user only.
+    pub fn has_user_rules(&self) -> bool {
+        self.users
+    }
+
+    /// True when everything is shown to everyone: no rule, the default
+    /// allow, no embargo.
+    pub fn is_open(&self) -> bool {
+        self.rules == 0 && self.default == Access::Allow && self.embargo.is_none()
+    }
+
+    /// What `user` (none: the public) is shown, as of now.
+    pub fn viewer<'a>(&'a self, user: Option<&'a str>) -> Viewer<'a> {
+        let now = if self.is_open() {
+            String::new()
+        } else {
+            WarcDate::now(DatePrecision::Second).timestamp14()
+        };
+        Viewer {
+            rules: self,
+            user,
+            now,
+        }
+    }
+
+    /// The first rule of `list` that holds for `user` at `at`.
+    fn pick(list: &[Rule], user: Option<&str>, at: i64, now: &str) -> Option<Access> {
+        list.iter()
+            .filter(|r| r.user.is_none() || r.user.as_deref() == user)
+            .find(|r| r.when.iter().all(|w| w.holds(at, now)))
+            .map(|r| r.access)
+    }
+
+    /// The rule for `key` (a SURT key): an exact key, then the longest
+    /// prefix whose rules hold, then `*,`.
+    fn find(&self, key: &str, user: Option<&str>, at: i64, now: &str) -> Option<Access> {
+        if let Some(a) = self
+            .exact
+            .get(key)
+            .and_then(|l| Self::pick(l, user, at, now))
+        {
+            return Some(a);
+        }
+        let key = key.as_bytes();
+        let mut bound: &[u8] = key;
+        // Each turn shortens the bound: at most the key's length of turns.
+        while let Some((k, list)) = self
+            .prefix
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(bound)))
+            .next_back()
+        {
+            if key.starts_with(k) {
+                if let Some(a) = Self::pick(list, user, at, now) {
+                    return Some(a);
+                }
+                // Only a shorter prefix is left.
+                match k.len().checked_sub(1) {
+                    Some(n) => bound = &key[..n],
+                    None => break,
+                }
+            } else {
+                // The prefixes of `key` below `k` are at most as long as
+                // what the two share.
+                let shared = k.iter().zip(key).take_while(|(a, b)| a == b).count();
+                bound = &key[..shared];
+            }
+        }
+        Self::pick(&self.any, user, at, now)
+    }
+}
+
+/// The rules as one viewer (a user, or the public) sees them, at one time.
+#[derive(Debug)]
+pub struct Viewer<'a> {
+    rules: &'a AccessRules,
+    user: Option<&'a str>,
+    now: String,
+}
+
+impl Viewer<'_> {
+    /// What this viewer gets of the capture of `urlkey` (its SURT key) at
+    /// `timestamp` (14 digits).
+    pub fn verdict(&self, urlkey: &str, timestamp: &str) -> Verdict {
+        let r = self.rules;
+        if r.is_open() {
+            return Verdict::Allow;
+        }
+        let at = timestamp_seconds(&pad_timestamp(timestamp));
+        let access = r
+            .find(urlkey, self.user, at, &self.now)
+            .unwrap_or(r.default);
+        let embargoed = || {
+            r.embargo
+                .as_ref()
+                .filter(|e| e.when.iter().any(|w| w.holds(at, &self.now)))
+                .map(|e| e.verdict)
+        };
+        match access {
+            Access::Exclude => Verdict::Exclude,
+            Access::AllowIgnoreEmbargo => Verdict::Allow,
+            Access::Allow => embargoed().unwrap_or(Verdict::Allow),
+            Access::Block => match embargoed() {
+                Some(Verdict::Exclude) => Verdict::Exclude,
+                _ => Verdict::Block,
+            },
+        }
+    }
+
+    /// What this viewer gets of `c`.
+    pub fn of(&self, c: &crate::store::Capture) -> Verdict {
+        self.verdict(&c.entry.urlkey, &c.entry.timestamp)
+    }
+
+    /// Whether `c` is there for this viewer at all (allowed or blocked,
+    /// not excluded).
+    pub fn sees(&self, c: &crate::store::Capture) -> bool {
+        self.of(c) != Verdict::Exclude
+    }
+
+    /// True when this viewer is shown everything (no rules to look at).
+    pub fn sees_all(&self) -> bool {
+        self.rules.is_open()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TS: &str = "20200101000000";
+
+    fn rules(text: &str) -> AccessRules {
+        AccessRules::parse(text, "t.aclj").unwrap()
+    }
+
+    #[test]
+    fn the_longest_prefix_decides_and_an_exact_key_first() {
+        let r = rules(
+            "org,httpbin)/anything/something - {\"access\": \"allow\"}\n\
+             org,httpbin)/anything - {\"access\": \"exclude\"}\n\
+             org,httpbin)/ - {\"access\": \"block\"}\n\
+             org,httpbin)/anything/something/x### - {\"access\": \"exclude\"}\n\
+             com, - {\"access\": \"allow\"}\n",
+        )
+        .with_default(Access::Block);
+        let v = r.viewer(None);
+        assert_eq!(
+            v.verdict("org,httpbin)/anything/something", TS),
+            Verdict::Allow
+        );
+        assert_eq!(
+            v.verdict("org,httpbin)/anything/something/y", TS),
+            Verdict::Allow
+        );
+        assert_eq!(
+            v.verdict("org,httpbin)/anything/something/x", TS),
+            Verdict::Exclude
+        );
+        assert_eq!(
+            v.verdict("org,httpbin)/anything/something/xy", TS),
+            Verdict::Allow
+        );
+        assert_eq!(v.verdict("org,httpbin)/anything", TS), Verdict::Exclude);
+        assert_eq!(v.verdict("org,httpbin)/anythingelse", TS), Verdict::Exclude);
+        assert_eq!(v.verdict("org,httpbin)/", TS), Verdict::Block);
+        assert_eq!(v.verdict("org,httpbin)/b", TS), Verdict::Block);
+        assert_eq!(v.verdict("com,example)/", TS), Verdict::Allow);
+        // Keys between the rule and the capture's that are no prefix of it.
+        assert_eq!(v.verdict("org,httpbin)/anythinz", TS), Verdict::Block);
+        assert_eq!(v.verdict("net,example)/", TS), Verdict::Block);
+        assert_eq!(v.verdict("", TS), Verdict::Block);
+    }
+
+    #[test]
+    fn users_dates_and_fall_through() {
+        let r = rules(
+            "com,example)/restricted - {\"access\": \"block\"}\n\
+             com,example)/restricted - {\"access\": \"allow\", \"before\": \"20101201\"}\n\
+             com,example)/restricted - {\"access\": \"allow_ignore_embargo\", \"user\": \"staff\"}\n\
+             com,example)/r - {\"access\": \"exclude\", \"user\": \"other\"}\n\
+             *, - {\"access\": \"exclude\", \"after\": \"2030\"}\n",
+        )
+        .with_embargo(Some(Embargo {
+            when: vec![When::After(When::at("2019").unwrap())],
+            verdict: Verdict::Exclude,
+        }));
+        let public = r.viewer(None);
+        let staff = r.viewer(Some("staff"));
+        let other = r.viewer(Some("other"));
+        assert_eq!(
+            public.verdict("com,example)/restricted/a", "20090101"),
+            Verdict::Allow
+        );
+        assert_eq!(
+            public.verdict("com,example)/restricted/a", "20110101"),
+            Verdict::Block
+        );
+        // Blocked and embargoed (exclude): excluded.
+        assert_eq!(
+            public.verdict("com,example)/restricted/a", TS),
+            Verdict::Exclude
+        );
+        assert_eq!(
+            staff.verdict("com,example)/restricted/a", TS),
+            Verdict::Allow
+        );
+        // Another user's rule is not this viewer's: the next key's.
+        assert_eq!(
+            public.verdict("com,example)/rx", "20100101"),
+            Verdict::Allow
+        );
+        assert_eq!(
+            other.verdict("com,example)/rx", "20100101"),
+            Verdict::Exclude
+        );
+        assert_eq!(public.verdict("com,example)/", TS), Verdict::Exclude);
+        assert_eq!(public.verdict("com,example)/", "2018"), Verdict::Allow);
+        assert_eq!(public.verdict("com,example)/", "2031"), Verdict::Exclude);
+        assert!(r.has_user_rules() && r.len() == 5);
+    }
+
+    #[test]
+    fn periods_count_back_on_the_calendar() {
+        let p = Period::parse("1y1m").unwrap();
+        assert_eq!(
+            p.before("20200331120000"),
+            timestamp_seconds("20190228120000")
+        );
+        assert_eq!(
+            Period::parse("2w3d").unwrap().before("20200131000000"),
+            timestamp_seconds("20200114000000")
+        );
+        assert_eq!(
+            Period::parse("13m").unwrap().before("20200115000000"),
+            timestamp_seconds("20181215000000")
+        );
+        for bad in ["", "y", "1", "1d1y", "1y1y", "1x", "99999999999d"] {
+            assert_eq!(Period::parse(bad), None, "{bad}");
+        }
+        let r = rules("com, - {\"access\": \"block\", \"newer\": {\"days\": 30}}\n");
+        let v = r.viewer(None);
+        assert_eq!(v.verdict("com,a)/", "2001"), Verdict::Allow);
+        assert_eq!(v.verdict("com,a)/", &v.now), Verdict::Block);
+    }
+
+    #[test]
+    fn a_line_that_is_no_rule_is_named() {
+        for (text, why) in [
+            ("com,a)/", "no rule after the key"),
+            ("com,a)/ - {", "not JSON"),
+            ("com,a)/ - {\"url\": \"x\"}", "no \"access\""),
+            ("com,a)/ - {\"access\": \"hide\"}", "access is allow"),
+            (
+                "http://a.com/ - {\"access\": \"allow\"}",
+                "a URL, not a SURT",
+            ),
+            (
+                "com,a)/ - {\"access\": \"allow\", \"before\": \"soon\"}",
+                "\"before\" is a timestamp",
+            ),
+            (
+                "com,a)/ - {\"access\": \"allow\", \"older\": {\"ages\": 1}}",
+                "\"older\" is",
+            ),
+            (
+                "com,a)/ - {\"access\": \"allow\", \"user\": 1}",
+                "\"user\" is a string",
+            ),
+        ] {
+            let e = AccessRules::parse(&format!("# a comment\n\n{text}\n"), "r.aclj")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("r.aclj:3:") && e.contains(why), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn no_rules_show_everything() {
+        let r = AccessRules::allow_all();
+        assert!(r.is_open() && r.viewer(None).sees_all());
+        assert_eq!(r.viewer(None).verdict("com,a)/", TS), Verdict::Allow);
+        let closed = AccessRules::allow_all().with_default(Access::Exclude);
+        assert!(!closed.is_open());
+        assert_eq!(closed.viewer(None).verdict("com,a)/", TS), Verdict::Exclude);
+    }
+}
