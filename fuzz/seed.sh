@@ -112,7 +112,9 @@ for r in '\x00/' '\x00/archive/cdx?url=a.example/&matchType=domain&output=json&f
     '\x01/archive/2014id_/http://a.example/x?b=2&a=1' '\x01/archive/2014sw_/http://a.example/app.js\nService-Worker: script' \
     '\x00/archive/http://a.example/r\nAccept-Datetime: Sun, 26 Jan 2014 20:06:24 GMT' '\x00/archive/*/a.example*' \
     '\x00/archive/record/fuzz.warc/0' '\x00/archive/file/fuzz.warc\nRange: bytes=10-20' \
-    '\x02/archive/2014id_/http://b.example/doc.txt' '\x05/archive/2014id_/http://a.example/api'; do
+    '\x02/archive/2014id_/http://b.example/doc.txt' '\x05/archive/2014id_/http://a.example/api' \
+    '\x08/archive/cdx?url=a.example/*&output=json&fl=url,access' '\x09/archive/2014mp_/http://a.example/d/s.css\nX-User: staff' \
+    '\x08/archive/record/fuzz.warc/0' '\x09/archive/file/fuzz.warc' '\x08/archive/*/http://a.example/r'; do
     printf '%b' "$r" > "$corpus/serve_request/$i"; i=$((i + 1))
 done
 # access_rules: pywb's access control files.

@@ -9,8 +9,11 @@
 //! fault is the request's), a HEAD answer no body, a body within the limit
 //! or said to be cut.
 //!
-//! The first byte picks the origin and the method; the rest is the
-//! request target, then one header field a line (`Name: value`).
+//! The first byte picks the origin and the method, and (bit 3) a second
+//! server over the same collection with access rules (an excluded prefix,
+//! a blocked redirect, a user's own rule named by `X-User`, an embargo):
+//! its answers too are under 500; the rest is the request target, then one
+//! header field a line (`Name: value`).
 #![no_main]
 use std::sync::OnceLock;
 
@@ -45,11 +48,14 @@ fn response(uri: &str, date: &str, head: &str, body: &[u8]) -> Vec<u8> {
     )
 }
 
-/// The server, bound once on loopback ports (never run: requests are
-/// answered in process), and the directory holding its files.
-fn server() -> &'static Server {
+/// The server (with access rules, or without), bound once on loopback
+/// ports (never run: requests are answered in process), and the directory
+/// holding its files.
+fn server(with_rules: bool) -> &'static Server {
     static SERVER: OnceLock<(tempfile::TempDir, Server)> = OnceLock::new();
-    &SERVER
+    static RULED: OnceLock<(tempfile::TempDir, Server)> = OnceLock::new();
+    let lock = if with_rules { &RULED } else { &SERVER };
+    &lock
         .get_or_init(|| {
             let page = b"<html><head><base href=\"/d/\"><meta http-equiv=refresh content=\"5; url=/r\">\
                 <link rel=stylesheet href=\"s.css\"><script src=\"http://a.example/app.js\"></script>\
@@ -106,6 +112,23 @@ fn server() -> &'static Server {
             opts.listen = "127.0.0.1:0".into();
             opts.store = Some(dir.path().join("index.redb"));
             opts.poll = None;
+            if with_rules {
+                use warchest_replay::access::{AccessRules, Embargo, Verdict, When};
+                opts.access = AccessRules::parse(
+                    "example,a)/d - {\"access\": \"exclude\"}\n\
+                     example,a)/d - {\"access\": \"allow\", \"user\": \"staff\"}\n\
+                     example,a)/r - {\"access\": \"block\"}\n\
+                     example,a)/api### - {\"access\": \"allow_ignore_embargo\"}\n\
+                     *, - {\"access\": \"block\", \"after\": \"2016\"}\n",
+                    "fuzz.aclj",
+                )
+                .unwrap()
+                .with_embargo(Some(Embargo {
+                    when: vec![When::Before(When::at("20140126200627").unwrap())],
+                    verdict: Verdict::Exclude,
+                }));
+                opts.access_user_header = Some("X-User".into());
+            }
             let server = Server::bind(opts).unwrap();
             (dir, server)
         })
@@ -132,7 +155,7 @@ fuzz_target!(|data: &[u8]| {
         .filter(|(n, _)| !n.is_empty())
         .take(100)
         .collect();
-    let a = server().answer(to_replay, method, &target, &headers, MAX_BODY);
+    let a = server(first & 8 != 0).answer(to_replay, method, &target, &headers, MAX_BODY);
     // The collection is sound: a 5xx (a handler's error, an archive that
     // cannot be read) would be the server's fault, whatever was asked.
     assert!(

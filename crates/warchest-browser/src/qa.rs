@@ -245,7 +245,6 @@ fn pages_of(
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
-        access: Default::default(),
     };
     let mut views = Vec::new();
     let mut texts = HashMap::new();

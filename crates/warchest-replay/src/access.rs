@@ -317,6 +317,44 @@ impl AccessRules {
         Ok(r)
     }
 
+    /// The rules of the files at `paths` read again, with this default
+    /// access and embargo (a server's rules after a file changed).
+    ///
+    /// # Errors
+    /// As [`AccessRules::load`].
+    pub fn reloaded(&self, paths: &[PathBuf]) -> Result<AccessRules> {
+        Ok(AccessRules::load(paths)?
+            .with_default(self.default)
+            .with_embargo(self.embargo.clone()))
+    }
+
+    /// The files `paths` names (a directory's `.aclj` files), each with its
+    /// length and time of change: what changes when a rule file is edited,
+    /// added or removed. Unreadable paths are left out (reading them again
+    /// then says why).
+    pub fn stamp(paths: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+        let mut out = Vec::new();
+        let mut add = |f: PathBuf| {
+            if let Ok(m) = std::fs::metadata(&f) {
+                out.push((f, m.len(), m.modified().ok()));
+            }
+        };
+        for p in paths {
+            if p.is_dir() {
+                if let Ok(rd) = std::fs::read_dir(p) {
+                    rd.flatten()
+                        .map(|e| e.path())
+                        .filter(|f| f.extension().is_some_and(|x| x == "aclj"))
+                        .for_each(&mut add);
+                }
+            } else {
+                add(p.clone());
+            }
+        }
+        out.sort();
+        out
+    }
+
     fn add_file(&mut self, path: &Path) -> Result<()> {
         let name = path.display().to_string();
         let len = std::fs::metadata(path)

@@ -48,9 +48,6 @@ pub struct Collection {
     /// Damaged records and undecodable payloads served from it, counted
     /// since it was made (`ServedDamage::default()` to start from none).
     pub served: ServedDamage,
-    /// Which captures it shows, to whom ([`access::AccessRules::allow_all`]:
-    /// all of them, to everyone).
-    pub access: access::AccessRules,
 }
 
 /// What a collection served that was not whole, counted as it is served

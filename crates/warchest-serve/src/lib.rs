@@ -53,7 +53,7 @@ pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::date::{http_date, pad_timestamp, parse_http_date};
 use warchest::http::payload_reader;
-use warchest_replay::access::{Verdict, Viewer};
+use warchest_replay::access::{AccessRules, Verdict, Viewer};
 use warchest_replay::archive_url::{self, TimeSpec, modifier};
 use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query, Store};
@@ -125,6 +125,11 @@ pub struct ServeOptions {
     /// Which captures are shown, to whom: pywb's access control files and
     /// embargo (default: everything, to everyone).
     pub access: warchest_replay::access::AccessRules,
+    /// The files (or directories) `access` was read from: looked at at
+    /// each `poll`, and read again when one changed, was added or removed
+    /// (a file that no longer reads keeps the rules as they were, and is
+    /// logged).
+    pub access_files: Vec<PathBuf>,
     /// The request header that names the user of the access rules written
     /// for one user (`X-Pywb-ACL-User` in pywb's deployments). `None`:
     /// every request is the public's. Only for a front end that sets the
@@ -153,6 +158,7 @@ impl ServeOptions {
             fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
             search: None,
             access: Default::default(),
+            access_files: Vec::new(),
             access_user_header: None,
         }
     }
@@ -220,7 +226,14 @@ struct App {
     search: Option<warchest_search::SearchIndex>,
     /// The header naming the access rules' user, if any.
     user_header: Option<String>,
+    /// The access rules in force (replaced whole when their files change).
+    access: std::sync::RwLock<Arc<AccessRules>>,
+    /// What the rule files looked like when last read.
+    access_stamp: std::sync::Mutex<AccessStamp>,
 }
+
+/// The rule files' names, lengths and times of change.
+type AccessStamp = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
 
 /// The addresses of the two origins.
 struct Site {
@@ -298,17 +311,55 @@ impl App {
         self.hosts.iter().any(|a| *a == name || *a == h)
     }
 
-    /// The access rules as the sender of `req` sees them: the user its
-    /// header names, when the server was told which header a front end
-    /// sets; else the public.
-    fn viewer<'a>(&'a self, req: &'a Request) -> Viewer<'a> {
+    /// The access rules in force.
+    fn rules(&self) -> Arc<AccessRules> {
+        match self.access.read() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// `rules` as the sender of `req` sees them: the user its header
+    /// names, when the server was told which header a front end sets; else
+    /// the public.
+    fn viewer<'a>(&self, rules: &'a AccessRules, req: &'a Request) -> Viewer<'a> {
         let user = self
             .user_header
             .as_deref()
             .and_then(|h| req.header(h))
             .map(str::trim)
             .filter(|u| !u.is_empty());
-        self.coll.access.viewer(user)
+        rules.viewer(user)
+    }
+
+    /// Reads the access rule files again when one changed since last read
+    /// (`files`: where they were read from). A file that does not read
+    /// keeps the rules in force, and says why.
+    fn reload_access(&self, files: &[PathBuf]) {
+        if files.is_empty() {
+            return;
+        }
+        let now = AccessRules::stamp(files);
+        {
+            let Ok(mut last) = self.access_stamp.lock() else {
+                return;
+            };
+            if *last == now {
+                return;
+            }
+            *last = now;
+        }
+        match self.rules().reloaded(files) {
+            Ok(r) => {
+                tracing::info!("access rules read again: {} rule(s)", r.len());
+                if let Ok(mut w) = self.access.write() {
+                    *w = Arc::new(r);
+                }
+            }
+            Err(e) => tracing::error!(
+                "access rules changed but do not read; the rules read before stay in force: {e}"
+            ),
+        }
     }
 }
 
@@ -534,7 +585,6 @@ impl Server {
             store,
             fuzzy: opts.fuzzy.clone(),
             served: Default::default(),
-            access: opts.access.clone(),
         };
         let mut local = vec![listener.local_addr()?];
         if let Some(r) = &replay_listener {
@@ -568,6 +618,8 @@ impl Server {
                     .access_user_header
                     .as_deref()
                     .map(str::to_ascii_lowercase),
+                access: std::sync::RwLock::new(Arc::new(opts.access.clone())),
+                access_stamp: std::sync::Mutex::new(AccessRules::stamp(&opts.access_files)),
             }),
             opts,
             stop: tokio::sync::watch::Sender::new(false),
@@ -607,9 +659,11 @@ impl Server {
         if let Some(every) = self.opts.poll {
             let app = self.app.clone();
             let mut stop = self.stop.subscribe();
+            let access_files = self.opts.access_files.clone();
             std::thread::spawn(move || {
                 while !*stop.borrow_and_update() {
                     std::thread::sleep(every);
+                    app.reload_access(&access_files);
                     match app.coll.store.sync(&app.coll.paths) {
                         Ok(r) => {
                             for f in r.failures.iter().chain(&r.warnings) {
@@ -696,7 +750,8 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     }
     let path = req.path();
     let coll = &app.coll;
-    let who = app.viewer(req);
+    let rules = app.rules();
+    let who = app.viewer(&rules, req);
     // A way for the tests to see that a panicking handler costs one
     // answer (500), not the server: debug builds only, and only when asked
     // for in the environment.
@@ -834,7 +889,8 @@ fn handle_replay_origin(app: &App, req: &Request, resp: &mut Responder<'_>) -> H
     let raw = &req.target[1..];
     let (cname, rest) = raw.split_once('/').unwrap_or((raw, ""));
     let sub = rest.split('?').next().unwrap_or("");
-    let who = app.viewer(req);
+    let rules = app.rules();
+    let who = app.viewer(&rules, req);
     if cname == coll.name {
         if let Some(r) = sub.strip_prefix("record/")
             && (r.ends_with("/warc") || r.ends_with("/payload"))
@@ -1429,7 +1485,24 @@ fn cdx_api(
     let answered = std::cell::Cell::new(0usize);
     let mut werr: Option<io::Error> = None;
     let mut first = true;
+    // A blocked capture's line says so (`"access": "block"`, as pywb's),
+    // where lines name their fields.
+    let says_access = matches!(output, CdxOutput::Cdxj | CdxOutput::Json)
+        || fields
+            .as_deref()
+            .is_some_and(|f| f.iter().any(|k| k == "access"));
     let mut write_line = |c: &Capture, extra: &[(&'static str, String)]| -> bool {
+        let with_access: Vec<(&'static str, String)>;
+        let extra = if says_access && !who.sees_all() && who.of(c) == Verdict::Block {
+            with_access = extra
+                .iter()
+                .cloned()
+                .chain([("access", "block".to_string())])
+                .collect();
+            &with_access[..]
+        } else {
+            extra
+        };
         let mut line = Vec::new();
         answered.set(answered.get() + 1);
         // Link lines are joined by a comma; the last has none. The

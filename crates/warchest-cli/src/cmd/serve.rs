@@ -101,7 +101,8 @@ pub struct Args {
     /// `###` is that URL alone, `*,` every URL), optionally for one
     /// "user" and "before"/"after"/"newer"/"older" a time. Excluded
     /// captures are in no index and 404; blocked ones are listed and 451.
-    /// Read at start. See docs/serve.md, "Access control".
+    /// Read again when they change (looked at every --poll). See
+    /// docs/serve.md, "Access control".
     #[arg(long = "acl", value_name = "PATH")]
     acl: Vec<PathBuf>,
     /// The access of a capture no rule matches.
@@ -237,6 +238,7 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     let access = access_rules(&args)?;
     let opts = ServeOptions {
         access,
+        access_files: args.acl.clone(),
         access_user_header: args.acl_user_header,
         fuzzy,
         search: args.search,

@@ -2259,6 +2259,34 @@ fn access_control_options() {
     assert_eq!(staff.status, 200);
     drop(s);
 
+    // Changed while serving: read again at the next look (--poll); a file
+    // that then does not read leaves the rules in force, and says why.
+    let s = Server::start(
+        &[&fixture("pywb/iana.warc.gz")],
+        &dir.path().join("index.redb"),
+        &["--poll", "1", "--acl", acl],
+    );
+    assert_eq!(s.rget(&page).status, 451);
+    std::fs::write(&rules, "org,iana)/_css - {\"access\": \"exclude\"}\n").unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while s.rget(&page).status != 200 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(s.rget(&page).status, 200, "{}", s.log());
+    assert!(
+        s.log_with("read again")
+            .contains("access rules read again: 1 rule(s)")
+    );
+    std::fs::write(
+        &rules,
+        "org,iana)/ - {\"access\": \"exclude\"}\nnot a rule\n",
+    )
+    .unwrap();
+    let log = s.log_with("do not read");
+    assert!(log.contains("rules.aclj:2: the rule is not JSON"), "{log}");
+    assert_eq!(s.rget(&page).status, 200, "the rules before stay");
+    drop(s);
+
     std::fs::write(&rules, "org,iana)/ - {\"access\": \"hidden\"}\n").unwrap();
     let iana = fixture("pywb/iana.warc.gz");
     let db = dir.path().join("index.redb");

@@ -25,7 +25,6 @@ fn collection(paths: &[PathBuf], db: &Path) -> Collection {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
         served: Default::default(),
-        access: Default::default(),
     }
 }
 
@@ -404,7 +403,6 @@ fn damage_is_reported_when_indexed_and_when_served() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
         served: Default::default(),
-        access: Default::default(),
     };
 
     let ((_, body), log) = logged(|| payload(&coll, "http://a.test/", "20240101000000"));
@@ -569,7 +567,6 @@ fn an_unreadable_source_entry_is_said_and_its_file_indexed_again() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
         served: Default::default(),
-        access: Default::default(),
     };
     assert_eq!(payload(&coll, "http://b.test/2", "2024").1, b"b2");
     assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"aa");
@@ -617,7 +614,6 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
-        access: Default::default(),
     };
     let (found, log) = logged(|| {
         coll.find("http://a.test/", "20240601", &everyone())
@@ -675,7 +671,6 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
-        access: Default::default(),
     };
     assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"new");
     assert_eq!(coll.store.cache_damage().total(), 0);
@@ -714,7 +709,6 @@ fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
-        access: Default::default(),
     };
     coll.find("http://a.test/", "20240601", &everyone())
         .unwrap();
@@ -784,7 +778,6 @@ fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
-        access: Default::default(),
     };
     assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"jul");
     assert_eq!(payload(&coll, "http://a.test/", "20240101").1, b"jan");
@@ -1362,7 +1355,6 @@ fn dropping_a_source_keeps_the_digests_of_another_file_with_the_same_payload() {
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
         served: Default::default(),
-        access: Default::default(),
     };
     assert_eq!(payload(&coll, "http://c.test/", "2024").1, b"same");
 }
@@ -1396,8 +1388,8 @@ fn access_rules_hide_excluded_captures_from_lookups() {
         bytes.extend(response(uri, date, &text_ok(uri)));
     }
     std::fs::write(&warc, bytes).unwrap();
-    let mut coll = collection(&[warc], &dir.path().join("db.redb"));
-    coll.access = AccessRules::parse(
+    let coll = collection(&[warc], &dir.path().join("db.redb"));
+    let rules = AccessRules::parse(
         "test,a)/secret - {\"access\": \"exclude\"}\n\
          test,a)/secret - {\"access\": \"allow\", \"user\": \"staff\"}\n\
          test,a)/blocked - {\"access\": \"block\"}\n\
@@ -1409,8 +1401,8 @@ fn access_rules_hide_excluded_captures_from_lookups() {
         when: vec![When::After(When::at("20240301").unwrap())],
         verdict: Verdict::Exclude,
     }));
-    let public = coll.access.viewer(None);
-    let staff = coll.access.viewer(Some("staff"));
+    let public = rules.viewer(None);
+    let staff = rules.viewer(Some("staff"));
     let ts = |c: Option<warchest_replay::store::Capture>| c.map(|c| c.entry.timestamp);
     // The June capture is embargoed: the January one is the nearest left.
     assert_eq!(
@@ -1450,8 +1442,8 @@ fn access_rules_hide_excluded_captures_from_lookups() {
     );
 
     // Without the embargo: blocked is found and judged blocked.
-    coll.access = coll.access.clone().with_embargo(None);
-    let public = coll.access.viewer(None);
+    let rules = rules.with_embargo(None);
+    let public = rules.viewer(None);
     let c = coll
         .find("http://a.test/blocked", "2024", &public)
         .unwrap()
@@ -1462,7 +1454,7 @@ fn access_rules_hide_excluded_captures_from_lookups() {
             .unwrap()
             .is_none()
     );
-    let staff = coll.access.viewer(Some("staff"));
+    let staff = rules.viewer(Some("staff"));
     let c = coll
         .find("http://a.test/secret/x", "2024", &staff)
         .unwrap()

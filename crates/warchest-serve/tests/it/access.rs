@@ -92,6 +92,15 @@ fn excluded_captures_are_nowhere_and_blocked_ones_are_refused() {
     assert!(!cdx.contains("secret"), "{cdx}");
     assert!(cdx.contains("http://a.test/blocked"), "{cdx}");
     assert_eq!(cdx.matches("\"urlkey\"").count(), 3, "{cdx}");
+    // The blocked line says so; the others do not.
+    assert_eq!(cdx.matches("\"access\": \"block\"").count(), 1, "{cdx}");
+    let blocked_line = cdx.lines().find(|l| l.contains("access")).unwrap();
+    assert!(blocked_line.contains("http://a.test/blocked"), "{cdx}");
+    let text = get(
+        ui,
+        "/archive/cdx?url=a.test/blocked&output=text&fl=url,access",
+    );
+    assert!(text.contains("http://a.test/blocked block"), "{text}");
     let ia = get(ui, "/cdx/search/cdx?url=a.test/secret/x&showSkipCount=true");
     assert!(!ia.contains("secret/x"), "{ia}");
     let staff = get_as(
