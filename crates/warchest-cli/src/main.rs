@@ -98,6 +98,7 @@ enum Command {
     Crawl(cmd::crawl::Args),
     Proxy(cmd::capture::ProxyArgs),
     Serve(cmd::serve::Args),
+    Acl(cmd::acl::Args),
     Wacz(cmd::wacz::Args),
     Derive(cmd::derive::Args),
     SearchIndex(cmd::search::IndexArgs),
@@ -171,6 +172,10 @@ const SUMMARIES: &[(&str, &str)] = &[
         "serve",
         "Serve archive files to a web browser: replay, CDX API, Memento",
     ),
+    (
+        "acl",
+        "Write, check and try the access control files of serve --acl",
+    ),
 ];
 
 /// The first phrase of `about` on one line: up to the first `.`, `:` or
@@ -241,6 +246,7 @@ fn main() -> ExitCode {
         Command::Crawl(a) => cmd::crawl::run(&global, a),
         Command::Proxy(a) => cmd::capture::run_proxy(&global, a),
         Command::Serve(a) => cmd::serve::run(&global, a),
+        Command::Acl(a) => cmd::acl::run(&global, a),
         Command::Wacz(a) => cmd::wacz::run(&global, a),
         Command::Derive(a) => cmd::derive::run(&global, a),
         Command::SearchIndex(a) => cmd::search::run_index(&global, a),

@@ -51,6 +51,9 @@ const MAX_RULES: usize = 4_000_000;
 /// The suffix of an exact key in a rule file (pywb's).
 const EXACT: &str = "###";
 
+/// The key of a rule for every URL (pywb's).
+const ANY: &str = "*,";
+
 /// What a rule allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -65,6 +68,16 @@ pub enum Access {
 }
 
 impl Access {
+    /// pywb's name of it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Allow => "allow",
+            Access::Block => "block",
+            Access::Exclude => "exclude",
+            Access::AllowIgnoreEmbargo => "allow_ignore_embargo",
+        }
+    }
+
     /// Parses pywb's names (`allow`, `block`, `exclude`,
     /// `allow_ignore_embargo`).
     pub fn parse(s: &str) -> Option<Access> {
@@ -239,6 +252,127 @@ impl Rule {
     }
 }
 
+/// One line of a rule file: `KEY - JSON`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleLine {
+    /// The SURT prefix; `###` at its end for that key alone, `*,` for
+    /// every URL.
+    pub key: String,
+    /// What the rule allows.
+    pub access: Access,
+    /// The one user it is for, if any.
+    pub user: Option<String>,
+    /// The capture times it holds for (all of them).
+    pub when: Vec<When>,
+}
+
+impl RuleLine {
+    /// Reads one line: `None` for a blank line or a comment (`#`), else the
+    /// rule, or why the line is none.
+    ///
+    /// # Errors
+    /// Why the line is not a rule.
+    pub fn parse(line: &str) -> std::result::Result<Option<RuleLine>, String> {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return Ok(None);
+        }
+        let none = || "no rule after the key".to_string();
+        let (key, rest) = line.split_once(' ').ok_or_else(none)?;
+        let (_, json) = rest.trim_start().split_once(' ').ok_or_else(none)?;
+        if key.contains("://") {
+            return Err("the key is a URL, not a SURT prefix (com,example)/path)".into());
+        }
+        let v: Value =
+            serde_json::from_str(json.trim()).map_err(|e| format!("the rule is not JSON ({e})"))?;
+        let access = v["access"].as_str().ok_or("no \"access\"")?;
+        let access = Access::parse(access)
+            .ok_or("access is allow, block, exclude or allow_ignore_embargo")?;
+        let user = match &v["user"] {
+            Value::Null => None,
+            Value::String(u) => Some(u.clone()),
+            _ => return Err("\"user\" is a string".into()),
+        };
+        let mut when = Vec::new();
+        for (k, make) in [
+            ("before", When::Before as fn(i64) -> When),
+            ("after", When::After),
+        ] {
+            match &v[k] {
+                Value::Null => {}
+                t => {
+                    let t = t
+                        .as_str()
+                        .map(str::to_string)
+                        .or_else(|| t.as_u64().map(|n| n.to_string()));
+                    let s = t
+                        .as_deref()
+                        .and_then(When::at)
+                        .ok_or_else(|| format!("\"{k}\" is a timestamp (2010, 20101201...)"))?;
+                    when.push(make(s));
+                }
+            }
+        }
+        for (k, make) in [
+            ("newer", When::Newer as fn(Period) -> When),
+            ("older", When::Older),
+        ] {
+            match &v[k] {
+                Value::Null => {}
+                p => {
+                    let p = Period::from_json(p).ok_or_else(|| {
+                        format!(
+                            "\"{k}\" is {{\"years\", \"months\", \"weeks\", \"days\"}}, at least one"
+                        )
+                    })?;
+                    when.push(make(p));
+                }
+            }
+        }
+        Ok(Some(RuleLine {
+            key: key.to_string(),
+            access,
+            user,
+            when,
+        }))
+    }
+
+    /// A rule's line as pywb writes it: `KEY - {"access": ..., "url": ...,
+    /// "user": ...}` (`url`, the URL the key was made of, and `user` when
+    /// given).
+    pub fn format(key: &str, access: Access, url: Option<&str>, user: Option<&str>) -> String {
+        // Spaced as Python's json.dumps writes it, as in pywb's files.
+        let mut fields = vec![("access", access.name())];
+        fields.extend(url.map(|u| ("url", u)));
+        fields.extend(user.map(|u| ("user", u)));
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("\"{k}\": {}", Value::from(*v)))
+            .collect();
+        format!("{key} - {{{}}}", body.join(", "))
+    }
+}
+
+/// The key of a rule for `target`: a SURT prefix as given (it holds `)` or
+/// ends in `,`, or is `*,`), else the SURT key of a URL (`http://` added
+/// when it has no scheme); `exact` adds `###`.
+pub fn rule_key(target: &str, exact: bool) -> String {
+    let t = target.trim();
+    let surt = !t.contains("://") && (t.contains(')') || t.ends_with(','));
+    let key = if surt {
+        t.to_string()
+    } else if t.contains("://") {
+        warchest_index::surt::url_key(t)
+    } else {
+        warchest_index::surt::url_key(&format!("http://{t}"))
+    };
+    if exact && key != ANY {
+        format!("{key}{EXACT}")
+    } else {
+        key
+    }
+}
+
 /// A collection's access rules, its default access and its embargo.
 #[derive(Debug, Clone)]
 pub struct AccessRules {
@@ -377,76 +511,28 @@ impl AccessRules {
 
     fn add(&mut self, text: &str, name: &str) -> Result<()> {
         for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
+            let at = |why: &str| bad(format!("{name}:{}: {why}: {}", i + 1, line.trim()));
+            let Some(RuleLine {
+                key,
+                access,
+                user,
+                when,
+            }) = RuleLine::parse(line).map_err(|why| at(&why))?
+            else {
                 continue;
-            }
-            let at = |why: &str| bad(format!("{name}:{}: {why}: {line}", i + 1));
-            let (key, rest) = line
-                .split_once(' ')
-                .ok_or_else(|| at("no rule after the key"))?;
-            let (_, json) = rest
-                .trim_start()
-                .split_once(' ')
-                .ok_or_else(|| at("no rule after the key"))?;
-            if key.contains("://") {
-                return Err(at(
-                    "the key is a URL, not a SURT prefix (com,example)/path)",
-                ));
-            }
-            let v: Value = serde_json::from_str(json.trim())
-                .map_err(|e| at(&format!("the rule is not JSON ({e})")))?;
-            let access = v["access"].as_str().ok_or_else(|| at("no \"access\""))?;
-            let access = Access::parse(access)
-                .ok_or_else(|| at("access is allow, block, exclude or allow_ignore_embargo"))?;
-            let user = match &v["user"] {
-                Value::Null => None,
-                Value::String(u) => Some(u.clone()),
-                _ => return Err(at("\"user\" is a string")),
             };
-            let mut when = Vec::new();
-            for (k, make) in [
-                ("before", When::Before as fn(i64) -> When),
-                ("after", When::After),
-            ] {
-                match &v[k] {
-                    Value::Null => {}
-                    t => {
-                        let t = t
-                            .as_str()
-                            .map(str::to_string)
-                            .or_else(|| t.as_u64().map(|n| n.to_string()));
-                        let s = t.as_deref().and_then(When::at).ok_or_else(|| {
-                            at(&format!("\"{k}\" is a timestamp (2010, 20101201...)"))
-                        })?;
-                        when.push(make(s));
-                    }
-                }
-            }
-            for (k, make) in [
-                ("newer", When::Newer as fn(Period) -> When),
-                ("older", When::Older),
-            ] {
-                match &v[k] {
-                    Value::Null => {}
-                    p => {
-                        let p = Period::from_json(p).ok_or_else(|| at(&format!("\"{k}\" is {{\"years\", \"months\", \"weeks\", \"days\"}}, at least one")))?;
-                        when.push(make(p));
-                    }
-                }
-            }
             if self.rules == MAX_RULES {
                 return Err(at(&format!("more than {MAX_RULES} rules")));
             }
             self.rules += 1;
             self.users |= user.is_some();
             let rule = Rule { access, user, when };
-            let list = if key == "*," {
+            let list = if key == ANY {
                 &mut self.any
             } else if let Some(k) = key.strip_suffix(EXACT) {
                 self.exact.entry(k.to_string()).or_default()
             } else {
-                self.prefix.entry(key.as_bytes().to_vec()).or_default()
+                self.prefix.entry(key.into_bytes()).or_default()
             };
             list.push(rule);
             // Stable: the file's order within a rank.
@@ -504,22 +590,27 @@ impl AccessRules {
     }
 
     /// The first rule of `list` that holds for `user` at `at`.
-    fn pick(list: &[Rule], user: Option<&str>, at: i64, now: &str) -> Option<Access> {
+    fn pick<'r>(list: &'r [Rule], user: Option<&str>, at: i64, now: &str) -> Option<&'r Rule> {
         list.iter()
             .filter(|r| r.user.is_none() || r.user.as_deref() == user)
             .find(|r| r.when.iter().all(|w| w.holds(at, now)))
-            .map(|r| r.access)
     }
 
-    /// The rule for `key` (a SURT key): an exact key, then the longest
-    /// prefix whose rules hold, then `*,`.
-    fn find(&self, key: &str, user: Option<&str>, at: i64, now: &str) -> Option<Access> {
-        if let Some(a) = self
+    /// The rule for `key` (a SURT key), and the key it is under: an exact
+    /// key, then the longest prefix whose rules hold, then `*,`.
+    fn find<'r>(
+        &'r self,
+        key: &str,
+        user: Option<&str>,
+        at: i64,
+        now: &str,
+    ) -> Option<(&'r Rule, String)> {
+        if let Some(r) = self
             .exact
             .get(key)
             .and_then(|l| Self::pick(l, user, at, now))
         {
-            return Some(a);
+            return Some((r, format!("{key}{EXACT}")));
         }
         let key = key.as_bytes();
         let mut bound: &[u8] = key;
@@ -530,8 +621,8 @@ impl AccessRules {
             .next_back()
         {
             if key.starts_with(k) {
-                if let Some(a) = Self::pick(list, user, at, now) {
-                    return Some(a);
+                if let Some(r) = Self::pick(list, user, at, now) {
+                    return Some((r, String::from_utf8_lossy(k).into_owned()));
                 }
                 // Only a shorter prefix is left.
                 match k.len().checked_sub(1) {
@@ -545,8 +636,22 @@ impl AccessRules {
                 bound = &key[..shared];
             }
         }
-        Self::pick(&self.any, user, at, now)
+        Self::pick(&self.any, user, at, now).map(|r| (r, ANY.to_string()))
     }
+}
+
+/// Why a viewer gets what it gets of a capture ([`Viewer::explain`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    /// What the viewer gets.
+    pub verdict: Verdict,
+    /// The rule that decided: its key, its access and its user (`None`:
+    /// no rule held, the default access decided).
+    pub rule: Option<(String, Access, Option<String>)>,
+    /// The default access, when no rule held.
+    pub default: Access,
+    /// True when the embargo changed what the rule allowed.
+    pub embargoed: bool,
 }
 
 /// The rules as one viewer (a user, or the public) sees them, at one time.
@@ -561,28 +666,36 @@ impl Viewer<'_> {
     /// What this viewer gets of the capture of `urlkey` (its SURT key) at
     /// `timestamp` (14 digits).
     pub fn verdict(&self, urlkey: &str, timestamp: &str) -> Verdict {
-        let r = self.rules;
-        if r.is_open() {
+        if self.rules.is_open() {
             return Verdict::Allow;
         }
+        self.explain(urlkey, timestamp).verdict
+    }
+
+    /// [`Viewer::verdict`], with the rule that decided and whether the
+    /// embargo did (`warchest acl match` prints it).
+    pub fn explain(&self, urlkey: &str, timestamp: &str) -> Explained {
+        let r = self.rules;
         let at = timestamp_seconds(&pad_timestamp(timestamp));
-        let access = r
-            .find(urlkey, self.user, at, &self.now)
-            .unwrap_or(r.default);
-        let embargoed = || {
-            r.embargo
-                .as_ref()
-                .filter(|e| e.when.iter().any(|w| w.holds(at, &self.now)))
-                .map(|e| e.verdict)
+        let found = r.find(urlkey, self.user, at, &self.now);
+        let access = found.as_ref().map_or(r.default, |(rule, _)| rule.access);
+        let embargo = r
+            .embargo
+            .as_ref()
+            .filter(|e| e.when.iter().any(|w| w.holds(at, &self.now)))
+            .map(|e| e.verdict);
+        let (verdict, embargoed) = match (access, embargo) {
+            (Access::Exclude, _) => (Verdict::Exclude, false),
+            (Access::AllowIgnoreEmbargo, _) | (Access::Allow, None) => (Verdict::Allow, false),
+            (Access::Allow, Some(v)) => (v, true),
+            (Access::Block, Some(Verdict::Exclude)) => (Verdict::Exclude, true),
+            (Access::Block, _) => (Verdict::Block, false),
         };
-        match access {
-            Access::Exclude => Verdict::Exclude,
-            Access::AllowIgnoreEmbargo => Verdict::Allow,
-            Access::Allow => embargoed().unwrap_or(Verdict::Allow),
-            Access::Block => match embargoed() {
-                Some(Verdict::Exclude) => Verdict::Exclude,
-                _ => Verdict::Block,
-            },
+        Explained {
+            verdict,
+            rule: found.map(|(rule, key)| (key, rule.access, rule.user.clone())),
+            default: r.default,
+            embargoed,
         }
     }
 
@@ -752,6 +865,58 @@ mod tests {
                 .to_string();
             assert!(e.contains("r.aclj:3:") && e.contains(why), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn lines_are_written_as_they_are_read_and_keys_made_of_urls() {
+        let line = RuleLine::format(
+            "com,example)/a###",
+            Access::AllowIgnoreEmbargo,
+            Some("http://example.com/a"),
+            Some("staff"),
+        );
+        assert_eq!(
+            line,
+            "com,example)/a### - {\"access\": \"allow_ignore_embargo\", \"url\": \"http://example.com/a\", \"user\": \"staff\"}"
+        );
+        let back = RuleLine::parse(&line).unwrap().unwrap();
+        assert_eq!(
+            (back.key.as_str(), back.access, back.user.as_deref()),
+            (
+                "com,example)/a###",
+                Access::AllowIgnoreEmbargo,
+                Some("staff")
+            )
+        );
+        assert_eq!(RuleLine::parse("  # note").unwrap(), None);
+        assert_eq!(
+            rule_key("http://www.Example.com/a?b=1", false),
+            "com,example)/a?b=1"
+        );
+        assert_eq!(rule_key("example.com/a", true), "com,example)/a###");
+        assert_eq!(rule_key("com,example)/a", false), "com,example)/a");
+        assert_eq!(rule_key("com,", true), "com,###");
+        assert_eq!(rule_key("*,", true), "*,");
+    }
+
+    #[test]
+    fn explained_names_the_rule_and_the_embargo() {
+        let r = rules("com,a)/x - {\"access\": \"allow\"}\ncom,a)/x### - {\"access\": \"block\", \"user\": \"u\"}\n")
+            .with_embargo(Some(Embargo { when: vec![When::Before(When::at("2000").unwrap())], verdict: Verdict::Block }));
+        let e = r.viewer(None).explain("com,a)/xy", "1999");
+        assert_eq!(e.verdict, Verdict::Block);
+        assert_eq!(e.rule, Some(("com,a)/x".to_string(), Access::Allow, None)));
+        assert!(e.embargoed);
+        let e = r.viewer(Some("u")).explain("com,a)/x", TS);
+        assert_eq!(
+            (e.verdict, e.rule.unwrap().0.as_str(), e.embargoed),
+            (Verdict::Block, "com,a)/x###", false)
+        );
+        let e = r.viewer(None).explain("org,b)/", TS);
+        assert_eq!(
+            (e.verdict, e.rule, e.default),
+            (Verdict::Allow, None, Access::Allow)
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod acl;
 pub mod annotate;
 pub mod browser;
 pub mod capture;

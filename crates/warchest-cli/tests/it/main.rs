@@ -1,5 +1,6 @@
 //! The integration tests of the `warchest` command, one binary (docs/testing.md).
 
+mod acl;
 mod arc_infomall;
 mod browser;
 mod browser_crawl;

@@ -1,0 +1,287 @@
+//! `warchest acl`: write and try the access control files `serve --acl`
+//! reads (pywb's `.aclj`), as pywb's `wb-manager acl` does.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use warchest_replay::access::{Access, AccessRules, RuleLine, Verdict, rule_key};
+
+use crate::report::{Global, Outcome};
+
+/// Write, check and try access control files for `serve --acl` (pywb's
+/// `.aclj`: one rule a line, `SURT-PREFIX - {"access": ...}`).
+///
+/// Example: `warchest acl add rules.aclj http://example.com/private exclude`,
+/// then `warchest acl match http://example.com/private/a --acl rules.aclj`
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Sub {
+    /// Add a rule (or replace the one of the same key and user), the file
+    /// kept in pywb's order (lines sorted in reverse) and written whole
+    /// before it replaces the old (created when missing).
+    Add {
+        /// The rule file.
+        file: PathBuf,
+        /// A URL (the rule covers it and all under it) or a SURT prefix,
+        /// used as given (`com,example)/path`, `com,example,`, `*,`).
+        target: String,
+        /// allow, block, exclude or allow_ignore_embargo.
+        access: String,
+        /// For this user only (serve --acl-user-header names who).
+        #[arg(short, long)]
+        user: Option<String>,
+        /// That URL alone, not what is under it.
+        #[arg(long)]
+        exact: bool,
+    },
+    /// Remove the rule of a URL or SURT prefix (and user, and --exact).
+    /// Exits 1 when there is none.
+    Remove {
+        /// The rule file.
+        file: PathBuf,
+        /// As `add` was given it.
+        target: String,
+        /// The rule of this user.
+        #[arg(short, long)]
+        user: Option<String>,
+        /// The rule of that URL alone.
+        #[arg(long)]
+        exact: bool,
+    },
+    /// Add a rule for each line of a list (a URL or SURT prefix a line, as
+    /// OpenWayback's exclusion lists; blank lines and `#` lines passed
+    /// over), with one access.
+    Import {
+        /// The rule file.
+        file: PathBuf,
+        /// The list.
+        list: PathBuf,
+        /// allow, block, exclude or allow_ignore_embargo.
+        access: String,
+        /// For this user only.
+        #[arg(short, long)]
+        user: Option<String>,
+    },
+    /// What serve would do with a URL: the verdict, and the rule that
+    /// decided (or the default) and whether the embargo did.
+    Match {
+        /// The URL.
+        url: String,
+        /// Rule files or directories, as serve's --acl.
+        #[arg(long = "acl", value_name = "PATH", required = true)]
+        acl: Vec<PathBuf>,
+        /// The capture's time (default: now).
+        #[arg(long, value_name = "TS")]
+        timestamp: Option<String>,
+        /// As this user.
+        #[arg(short, long)]
+        user: Option<String>,
+        /// As serve's --default-access.
+        #[arg(long, value_name = "ACCESS", default_value = "allow",
+              value_parser = ["allow", "block", "exclude"])]
+        default_access: String,
+    },
+    /// Read rule files as serve would, and count their rules. Exits 1 on a
+    /// line that is not a rule, naming it.
+    Check {
+        /// Rule files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    match args.command {
+        Sub::Add {
+            file,
+            target,
+            access,
+            user,
+            exact,
+        } => {
+            let access = parse_access(&access)?;
+            let n = edit(&file, |lines| {
+                Ok(usize::from(put(
+                    lines,
+                    &target,
+                    exact,
+                    access,
+                    user.as_deref(),
+                )))
+            })?;
+            if !g.quiet {
+                let what = if n == 1 { "added" } else { "replaced" };
+                eprintln!("warchest acl: {what} {}", rule_key(&target, exact));
+            }
+            Ok(Outcome::Ok)
+        }
+        Sub::Remove {
+            file,
+            target,
+            user,
+            exact,
+        } => {
+            let key = rule_key(&target, exact);
+            let gone = edit(&file, |lines| {
+                let before = lines.len();
+                lines.retain(|l| !same_rule(l, &key, user.as_deref()));
+                Ok(before - lines.len())
+            })?;
+            if gone == 0 {
+                eprintln!("warchest acl: no rule of {key} in {}", file.display());
+                return Ok(Outcome::Problem);
+            }
+            if !g.quiet {
+                eprintln!("warchest acl: removed {key}");
+            }
+            Ok(Outcome::Ok)
+        }
+        Sub::Import {
+            file,
+            list,
+            access,
+            user,
+        } => {
+            let access = parse_access(&access)?;
+            let text = std::fs::read_to_string(&list)
+                .with_context(|| format!("{}: cannot read", list.display()))?;
+            let (mut added, mut replaced) = (0usize, 0usize);
+            edit(&file, |lines| {
+                for t in text.lines().map(str::trim) {
+                    if t.is_empty() || t.starts_with('#') {
+                        continue;
+                    }
+                    if put(lines, t, false, access, user.as_deref()) {
+                        added += 1;
+                    } else {
+                        replaced += 1;
+                    }
+                }
+                Ok(added + replaced)
+            })?;
+            if !g.quiet {
+                eprintln!("warchest acl: {added} rule(s) added, {replaced} replaced");
+            }
+            Ok(Outcome::Ok)
+        }
+        Sub::Match {
+            url,
+            acl,
+            timestamp,
+            user,
+            default_access,
+        } => {
+            let rules = AccessRules::load(&acl)?
+                .with_default(Access::parse(&default_access).unwrap_or(Access::Allow));
+            let ts = timestamp.unwrap_or_else(|| {
+                warchest::warc::WarcDate::now(warchest::warc::DatePrecision::Second).timestamp14()
+            });
+            let key = warchest_index::surt::url_key(&url);
+            let e = rules.viewer(user.as_deref()).explain(&key, &ts);
+            let verdict = match e.verdict {
+                Verdict::Allow => "allow",
+                Verdict::Block => "block",
+                Verdict::Exclude => "exclude",
+            };
+            let why = match &e.rule {
+                Some((k, a, Some(u))) => format!("rule {k} ({}, user {u})", a.name()),
+                Some((k, a, None)) => format!("rule {k} ({})", a.name()),
+                None => format!("default ({})", e.default.name()),
+            };
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "{verdict}\t{key}\t{why}{}",
+                if e.embargoed { ", embargoed" } else { "" }
+            )?;
+            Ok(Outcome::Ok)
+        }
+        Sub::Check { paths } => match AccessRules::load(&paths) {
+            Ok(r) => {
+                println!("{} rule(s)", r.len());
+                Ok(Outcome::Ok)
+            }
+            Err(e) => {
+                eprintln!("warchest acl: {e}");
+                Ok(Outcome::Problem)
+            }
+        },
+    }
+}
+
+fn parse_access(s: &str) -> Result<Access> {
+    Access::parse(s).with_context(|| format!("{s}: allow, block, exclude or allow_ignore_embargo"))
+}
+
+/// Whether `line` is the rule of `key` for `user`.
+fn same_rule(line: &str, key: &str, user: Option<&str>) -> bool {
+    matches!(RuleLine::parse(line), Ok(Some(r)) if r.key == key && r.user.as_deref() == user)
+}
+
+/// Puts the rule of `target` in `lines`, in place of the one of the same
+/// key and user if there is one; true when it was added.
+fn put(
+    lines: &mut Vec<String>,
+    target: &str,
+    exact: bool,
+    access: Access,
+    user: Option<&str>,
+) -> bool {
+    let key = rule_key(target, exact);
+    let url = target.contains("://").then_some(target);
+    let line = RuleLine::format(&key, access, url, user);
+    match lines.iter_mut().find(|l| same_rule(l, &key, user)) {
+        Some(old) => {
+            *old = line;
+            false
+        }
+        None => {
+            lines.push(line);
+            true
+        }
+    }
+}
+
+/// Reads the rule file (none: empty), lets `change` change its lines, and
+/// writes it whole (comments first, then the rules in reverse order, as
+/// pywb keeps them) beside it before it replaces the old. A file with a
+/// line that is not a rule is refused, untouched.
+fn edit(file: &Path, change: impl FnOnce(&mut Vec<String>) -> Result<usize>) -> Result<usize> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", file.display())),
+    };
+    let mut notes = Vec::new();
+    let mut lines = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        match RuleLine::parse(l) {
+            Ok(None) if !l.trim().is_empty() => notes.push(l.to_string()),
+            Ok(None) => {}
+            Ok(Some(_)) => lines.push(l.trim().to_string()),
+            Err(why) => bail!("{}:{}: {why}: {}", file.display(), i + 1, l.trim()),
+        }
+    }
+    let n = change(&mut lines)?;
+    lines.sort_by(|a, b| b.cmp(a));
+    let mut out = notes.join("\n");
+    for l in &lines {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(l);
+    }
+    out.push('\n');
+    let mut tmp = file.as_os_str().to_owned();
+    tmp.push(".open");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, out).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("{}: cannot write", file.display()))?;
+    Ok(n)
+}
