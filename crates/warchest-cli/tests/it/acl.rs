@@ -131,3 +131,106 @@ fn rules_are_added_replaced_removed_imported_and_matched() {
     );
     assert!(!d.join("r2.aclj").exists());
 }
+
+/// The same rules, written by `warchest acl`, in pywb (its collection's
+/// `acl/` directory) and in `warchest serve --acl`: for each URL, for the
+/// public and for the user `staff` (pywb's header), the CDX API lists the
+/// same number of captures and replay answers the same status (200, 404
+/// for excluded, 451 for blocked).
+#[test]
+fn access_rules_agree_with_pywb() {
+    if !crate::common::python_has("pywb") {
+        eprintln!("skipped: WARCHEST_SKIP_PYTHON");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let urls = [
+        "http://a.test/",
+        "http://a.test/secret/x",
+        "http://a.test/secret/open/y",
+        "http://a.test/blocked",
+        "http://a.test/page",
+        "http://a.test/page/sub",
+        "http://a.test/staff",
+        "http://b.test/",
+    ];
+    let mut warc = Vec::new();
+    for (i, u) in urls.iter().enumerate() {
+        let body = format!("content of {u}");
+        let http = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        warc.extend(
+            format!(
+                "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{i:012}>\r\n\
+WARC-Date: 2024-06-01T00:00:00Z\r\nWARC-Target-URI: {u}\r\n\
+Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+                http.len()
+            )
+            .into_bytes(),
+        );
+    }
+    let file = d.join("a.warc");
+    std::fs::write(&file, warc).unwrap();
+    let rules = d.join("access-rules.aclj");
+    let r = rules.to_str().unwrap();
+    for args in [
+        &["add", r, "http://a.test/secret", "exclude"][..],
+        &["add", r, "http://a.test/secret/open", "allow"],
+        &["add", r, "http://a.test/blocked", "block"],
+        &["add", r, "http://a.test/page", "exclude", "--exact"],
+        &["add", r, "http://a.test/staff", "block"],
+        &["add", r, "http://a.test/staff", "allow", "--user", "staff"],
+        &["add", r, "test,b)/", "block"],
+        &["add", r, "test,b)/", "allow", "--user", "staff"],
+    ] {
+        let o = acl(d, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let pywb = crate::fidelity::start_pywb_with(d, &file, |coll| {
+        std::fs::create_dir_all(coll.join("acl")).unwrap();
+        std::fs::copy(&rules, coll.join("acl/access-rules.aclj")).unwrap();
+    });
+    let s = crate::serve::Server::start(
+        &[&file],
+        &d.join("index.redb"),
+        &[
+            "--poll",
+            "0",
+            "--acl",
+            r,
+            "--acl-user-header",
+            "X-Pywb-ACL-User",
+        ],
+    );
+    let paddr = format!("127.0.0.1:{}", pywb.port);
+    let lines = |body: &[u8]| {
+        String::from_utf8_lossy(body)
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .count()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for user in [None, Some("staff")] {
+        let h: Vec<(&str, &str)> = user.map(|u| ("X-Pywb-ACL-User", u)).into_iter().collect();
+        for u in urls {
+            let pc = crate::serve::get(&paddr, &format!("/fid/cdx?url={u}&output=json"), &h);
+            let wc = crate::serve::get(&s.addr, &format!("/archive/cdx?url={u}&output=json"), &h);
+            assert_eq!(
+                (wc.status, lines(&wc.body)),
+                (pc.status, lines(&pc.body)),
+                "CDX of {u} as {user:?}: pywb {}",
+                String::from_utf8_lossy(&pc.body)
+            );
+            let path = format!("20240601000000id_/{u}");
+            let pr = crate::serve::get(&paddr, &format!("/fid/{path}"), &h);
+            let wr = crate::serve::get(&s.replay, &format!("/archive/{path}"), &h);
+            assert_eq!(wr.status, pr.status, "replay of {u} as {user:?}");
+            seen.insert(wr.status);
+        }
+    }
+    // The three answers were all met.
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), [200, 404, 451]);
+}

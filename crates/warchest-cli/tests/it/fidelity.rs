@@ -982,6 +982,12 @@ impl Drop for Pywb {
 
 /// pywb over `warc`, its collection `fid` (its CDX API at `/fid/cdx`).
 pub(crate) fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
+    start_pywb_with(dir, warc, |_| {})
+}
+
+/// [`start_pywb`], `prepare` given the collection's directory once it is
+/// made, before pywb starts (its `acl/` directory, say).
+pub(crate) fn start_pywb_with(dir: &Path, warc: &Path, prepare: impl FnOnce(&Path)) -> Pywb {
     let root = dir.join("pywb");
     std::fs::create_dir_all(&root).unwrap();
     for args in [
@@ -1004,6 +1010,7 @@ pub(crate) fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    prepare(&root.join("collections/fid"));
     // Unframed: the page itself at the top, as warchest's `mp_` page is
     // (pywb's framed `mp_` page would reload itself into its frame).
     std::fs::write(root.join("config.yaml"), "framed_replay: false\n").unwrap();
