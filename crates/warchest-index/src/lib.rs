@@ -33,6 +33,7 @@ pub mod table;
 mod parquet;
 mod post;
 pub mod reader;
+pub mod region;
 pub mod select;
 pub mod sort;
 pub mod surt;

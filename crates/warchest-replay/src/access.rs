@@ -40,6 +40,7 @@ use serde_json::Value;
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::date::{pad_timestamp, timestamp_seconds};
 use warchest::warc::{DatePrecision, WarcDate};
+use warchest_index::region::Region;
 
 /// The largest access control file read (they are lists of prefixes: a
 /// larger one is a mistake, not a rule set).
@@ -47,6 +48,10 @@ const MAX_FILE: u64 = 256 << 20;
 
 /// The most rules all files together hold.
 const MAX_RULES: usize = 4_000_000;
+
+/// The largest [`Region`] [`Viewer::allowed`] gives (nodes): past it the
+/// rules are too many to be a query.
+const MAX_REGION: usize = 200_000;
 
 /// The suffix of an exact key in a rule file (pywb's).
 const EXACT: &str = "###";
@@ -213,6 +218,17 @@ impl When {
         let digits = ts.bytes().filter(u8::is_ascii_digit).count();
         (digits >= 4 && ts.bytes().all(|b| b.is_ascii_digit()))
             .then(|| timestamp_seconds(&pad_timestamp(ts)))
+    }
+
+    /// The captures it holds for, as of `now`.
+    fn region(&self, now: &str) -> Region {
+        let (after, before) = match self {
+            When::Before(t) => (None, Some(*t)),
+            When::After(t) => (Some(*t), None),
+            When::Newer(p) => (Some(p.before(now)), None),
+            When::Older(p) => (None, Some(p.before(now))),
+        };
+        Region::Time { after, before }
     }
 
     fn holds(&self, at: i64, now: &str) -> bool {
@@ -699,6 +715,147 @@ impl Viewer<'_> {
         }
     }
 
+    /// The captures this viewer is shown whole ([`Verdict::Allow`]), as a
+    /// [`Region`] of SURT keys and times for an index to select by (the
+    /// full-text search); `None` when the rules make a region of more than
+    /// 200,000 nodes.
+    pub fn allowed(&self) -> Option<Region> {
+        let r = self.rules;
+        if r.is_open() {
+            return Some(Region::All);
+        }
+        let user = self.user;
+        let now = self.now.as_str();
+        let applicable = |list: &'_ [Rule]| -> bool {
+            list.iter()
+                .any(|x| x.user.is_none() || x.user.as_deref() == user)
+        };
+        // The prefix keys with a rule for this viewer, longest first, that
+        // are prefixes of `key` (itself included).
+        let ancestors = |key: &[u8]| -> Vec<&[u8]> {
+            let mut out = Vec::new();
+            let mut bound = key;
+            while let Some((k, list)) = r
+                .prefix
+                .range::<[u8], _>((Bound::Unbounded, Bound::Included(bound)))
+                .next_back()
+            {
+                if key.starts_with(k) {
+                    if applicable(list) {
+                        out.push(k.as_slice());
+                    }
+                    match k.len().checked_sub(1) {
+                        Some(n) => bound = &key[..n],
+                        None => break,
+                    }
+                } else {
+                    let shared = k.iter().zip(key).take_while(|(a, b)| a == b).count();
+                    bound = &key[..shared];
+                }
+            }
+            out
+        };
+        let embargo = r
+            .embargo
+            .as_ref()
+            .map(|e| Region::or(e.when.iter().map(|w| w.region(now))));
+        let allow_of = |a: Access| match a {
+            Access::AllowIgnoreEmbargo => Region::All,
+            Access::Allow => embargo.clone().map_or(Region::All, Region::not),
+            Access::Block | Access::Exclude => Region::Nothing,
+        };
+        // Where a chain of rules (tried in order, then the default) allows.
+        let chain_allows = |lists: &[&[Rule]]| -> Region {
+            let mut out = Vec::new();
+            let mut none_before: Vec<Region> = Vec::new();
+            for rule in lists
+                .iter()
+                .flat_map(|l| l.iter())
+                .filter(|x| x.user.is_none() || x.user.as_deref() == user)
+            {
+                let holds = Region::and(rule.when.iter().map(|w| w.region(now)));
+                let unreachable_after = holds == Region::All;
+                out.push(Region::and(
+                    none_before
+                        .iter()
+                        .cloned()
+                        .chain([holds.clone(), allow_of(rule.access)]),
+                ));
+                if unreachable_after {
+                    return Region::or(out);
+                }
+                none_before.push(Region::not(holds));
+            }
+            out.push(Region::and(
+                none_before.into_iter().chain([allow_of(r.default)]),
+            ));
+            Region::or(out)
+        };
+        let chain_of = |keys: &[&[u8]]| -> Vec<&[Rule]> {
+            keys.iter()
+                .filter_map(|k| r.prefix.get(*k).map(Vec::as_slice))
+                .chain([r.any.as_slice()])
+                .collect()
+        };
+        // Each prefix key's own region: under it, not under a longer key
+        // with a rule (its children).
+        let live: Vec<&[u8]> = r
+            .prefix
+            .iter()
+            .filter(|(_, l)| applicable(l))
+            .map(|(k, _)| k.as_slice())
+            .collect();
+        let mut children: HashMap<&[u8], Vec<&[u8]>> = HashMap::new();
+        let mut top: Vec<&[u8]> = Vec::new();
+        let mut size = 0usize;
+        for k in &live {
+            match ancestors(&k[..k.len().saturating_sub(1)]).first() {
+                Some(p) if !k.is_empty() => children.entry(p).or_default().push(k),
+                _ => top.push(k),
+            }
+        }
+        let prefix_region = |k: &[u8]| Region::KeyPrefix(String::from_utf8_lossy(k).into_owned());
+        let mut parts = Vec::new();
+        for k in &live {
+            let under = children
+                .get(k)
+                .map(|c| Region::or(c.iter().map(|c| prefix_region(c))))
+                .unwrap_or(Region::Nothing);
+            let own = Region::and([prefix_region(k), Region::not(under)]);
+            let part = Region::and([own, chain_allows(&chain_of(&ancestors(k)))]);
+            size += part.size();
+            if size > MAX_REGION {
+                return None;
+            }
+            parts.push(part);
+        }
+        let outside = Region::not(Region::or(top.iter().map(|k| prefix_region(k))));
+        parts.push(Region::and([outside, chain_allows(&chain_of(&[]))]));
+        let by_prefix = Region::or(parts);
+        // Exact keys come before every prefix.
+        let mut exact = Vec::new();
+        let mut exact_keys = Vec::new();
+        for (e, list) in &r.exact {
+            if !applicable(list) {
+                continue;
+            }
+            let mut lists = vec![list.as_slice()];
+            lists.extend(chain_of(&ancestors(e.as_bytes())));
+            let part = Region::and([Region::KeyIs(e.clone()), chain_allows(&lists)]);
+            size += part.size();
+            if size > MAX_REGION {
+                return None;
+            }
+            exact.push(part);
+            exact_keys.push(Region::KeyIs(e.clone()));
+        }
+        let region = Region::or(exact.into_iter().chain([Region::and([
+            Region::not(Region::or(exact_keys)),
+            by_prefix,
+        ])]));
+        (region.size() <= MAX_REGION).then_some(region)
+    }
+
     /// What this viewer gets of `c`.
     pub fn of(&self, c: &crate::store::Capture) -> Verdict {
         self.verdict(&c.entry.urlkey, &c.entry.timestamp)
@@ -917,6 +1074,74 @@ mod tests {
             (e.verdict, e.rule, e.default),
             (Verdict::Allow, None, Access::Allow)
         );
+    }
+
+    /// [`Viewer::allowed`] holds a capture exactly when the viewer's
+    /// verdict on it is allow: random rule sets over a few keys, users,
+    /// dates and embargoes, each judged at many keys and times.
+    #[test]
+    fn the_allowed_region_is_the_verdict() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let keys = ["a", "ab", "abc", "b", "abcd", "*,", "ab###", "abc###", "ba"];
+        let accesses = ["allow", "block", "exclude", "allow_ignore_embargo"];
+        let times = ["2000", "2005", "2010", "2015", "2020"];
+        let probes = ["a", "ab", "abc", "abcd", "abd", "b", "ba", "bb", "c", ""];
+        let mut seen = [0usize; 2];
+        for case in 0..400 {
+            let mut text = String::new();
+            for _ in 0..(1 + next(6)) {
+                let key = keys[next(keys.len() as u64) as usize];
+                let access = accesses[next(4) as usize];
+                let mut extra = String::new();
+                if next(3) == 0 {
+                    extra.push_str(&format!(", \"user\": \"{}\"", ["u", "v"][next(2) as usize]));
+                }
+                match next(6) {
+                    0 => extra.push_str(&format!(", \"before\": \"{}\"", times[next(5) as usize])),
+                    1 => extra.push_str(&format!(", \"after\": \"{}\"", times[next(5) as usize])),
+                    2 => extra.push_str(", \"newer\": {\"years\": 10}"),
+                    _ => {}
+                }
+                text.push_str(&format!("{key} - {{\"access\": \"{access}\"{extra}}}\n"));
+            }
+            let default = [Access::Allow, Access::Block, Access::Exclude][next(3) as usize];
+            let embargo = match next(3) {
+                0 => None,
+                n => Some(Embargo {
+                    when: vec![When::After(When::at(times[next(5) as usize]).unwrap())],
+                    verdict: if n == 1 {
+                        Verdict::Exclude
+                    } else {
+                        Verdict::Block
+                    },
+                }),
+            };
+            let rules = rules(&text).with_default(default).with_embargo(embargo);
+            for user in [None, Some("u")] {
+                let v = rules.viewer(user);
+                let region = v.allowed().expect("small");
+                for key in probes {
+                    for t in ["1999", "2000", "2003", "2010", "2012", "2019", "2026"] {
+                        let at = timestamp_seconds(&pad_timestamp(t));
+                        let ts = pad_timestamp(t);
+                        seen[usize::from(region.contains(key, at))] += 1;
+                        assert_eq!(
+                            region.contains(key, at),
+                            v.verdict(key, &ts) == Verdict::Allow,
+                            "case {case}, {user:?}, {key:?} at {t}: {text}{default:?} {region:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // Both answers were met, often.
+        assert!(seen[0] > 10_000 && seen[1] > 10_000, "{seen:?}");
     }
 
     #[test]

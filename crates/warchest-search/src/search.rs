@@ -2,13 +2,19 @@
 //! out: hits with a highlighted snippet, facets, a date histogram. The
 //! same struct serves the command line, the JSON API and the HTML page.
 
+use std::ops::Bound;
 use tantivy::aggregation::AggregationCollector;
 use tantivy::aggregation::agg_req::Aggregations;
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermQuery};
+
+use tantivy::query::{
+    AllQuery, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, Query, QueryParser, RangeQuery,
+    RegexQuery, TermQuery,
+};
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{TantivyDocument, Term};
+use tantivy::{DateTime, TantivyDocument, Term};
+use warchest_index::region::Region;
 
 use crate::Error;
 use crate::fulltext::SearchIndex;
@@ -230,6 +236,16 @@ impl SearchIndex {
     /// The request is out of bounds ([`SearchRequest::checked`]) or its
     /// query cannot be parsed, or the index cannot be read.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, Error> {
+        self.search_in(req, &Region::All)
+    }
+
+    /// Searches the documents of the captures in `shown` only (what access
+    /// rules let a viewer see): the hits, their count, the facets and the
+    /// histogram are all of those.
+    ///
+    /// # Errors
+    /// As [`SearchIndex::search`].
+    pub fn search_in(&self, req: &SearchRequest, shown: &Region) -> Result<SearchResults, Error> {
         let req = req.checked()?;
         let f = &self.fields;
         let dir = self.dir();
@@ -276,6 +292,13 @@ impl SearchIndex {
                     Term::from_field_u64(f.year, y),
                     IndexRecordOption::Basic,
                 )),
+            ));
+        }
+        if *shown != Region::All {
+            // Scored as nothing: it selects, the words rank.
+            parts.push((
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(self.region_query(shown, 0)?, 0.0)),
             ));
         }
         let query = BooleanQuery::new(parts);
@@ -438,4 +461,70 @@ fn buckets(aggs: &serde_json::Value, name: &str) -> Vec<FacetValue> {
             })
         })
         .collect()
+}
+
+impl SearchIndex {
+    /// `r` as a query: SURT prefixes over the `surt` terms, times over
+    /// `date`; `depth` levels down already (at most [`MAX_NESTING`] * 2).
+    fn region_query(&self, r: &Region, depth: usize) -> Result<Box<dyn Query>, Error> {
+        if depth > MAX_NESTING * 2 {
+            return Err(Error::Query(format!(
+                "access rules nested more than {} deep",
+                MAX_NESTING * 2
+            )));
+        }
+        let f = &self.fields;
+        let sub = |x: &Region| self.region_query(x, depth + 1);
+        Ok(match r {
+            Region::All => Box::new(AllQuery),
+            Region::Nothing => Box::new(EmptyQuery),
+            Region::KeyIs(k) => Box::new(TermQuery::new(
+                Term::from_field_text(f.surt, k),
+                IndexRecordOption::Basic,
+            )),
+            Region::KeyPrefix(p) => {
+                // Every term starting with `p`: its characters other than
+                // letters and digits written by code point.
+                let mut pattern = String::with_capacity(p.len() * 2 + 8);
+                for c in p.chars() {
+                    if c.is_alphanumeric() {
+                        pattern.push(c);
+                    } else {
+                        pattern.push_str(&format!("\\x{{{:X}}}", u32::from(c)));
+                    }
+                }
+                pattern.push_str("(?s:.)*");
+                Box::new(
+                    RegexQuery::from_pattern(&pattern, f.surt)
+                        .map_err(|e| Error::Query(format!("access rule {p:?}: {e}")))?,
+                )
+            }
+            Region::Time { after, before } => {
+                let at = |t: i64| {
+                    Term::from_field_date_for_search(f.date, DateTime::from_timestamp_secs(t))
+                };
+                let lower = after.map_or(Bound::Unbounded, |t| Bound::Excluded(at(t)));
+                let upper = before.map_or(Bound::Unbounded, |t| Bound::Excluded(at(t)));
+                if matches!((&lower, &upper), (Bound::Unbounded, Bound::Unbounded)) {
+                    Box::new(AllQuery)
+                } else {
+                    Box::new(RangeQuery::new(lower, upper))
+                }
+            }
+            Region::And(v) => Box::new(BooleanQuery::new(
+                v.iter()
+                    .map(|x| Ok((Occur::Must, sub(x)?)))
+                    .collect::<Result<Vec<_>, Error>>()?,
+            )),
+            Region::Or(v) => Box::new(BooleanQuery::new(
+                v.iter()
+                    .map(|x| Ok((Occur::Should, sub(x)?)))
+                    .collect::<Result<Vec<_>, Error>>()?,
+            )),
+            Region::Not(x) => Box::new(BooleanQuery::new(vec![
+                (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
+                (Occur::MustNot, sub(x)?),
+            ])),
+        })
+    }
 }

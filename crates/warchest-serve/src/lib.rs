@@ -511,17 +511,6 @@ impl Server {
     /// The store cannot be opened, or an address cannot be bound.
     pub fn bind(opts: ServeOptions) -> Result<Server> {
         // The full-text index first: a wrong path fails before indexing.
-        // The full-text index's counts, facets and histogram are of every
-        // document it holds: with access rules they would show what is
-        // excluded (docs/serve.md, "Access control").
-        if opts.search.is_some() && !opts.access.is_open() {
-            return Err(Error::new(ErrorKind::Usage(
-                "--search with access rules (--acl, --default-access, an embargo) is not \
-                 supported: the full-text search's counts and facets would show the captures \
-                 the rules exclude; index only what may be shown"
-                    .into(),
-            )));
-        }
         let search = match &opts.search {
             Some(p) => Some(
                 warchest_search::SearchIndex::open(p)
@@ -819,7 +808,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         } else {
             "page"
         };
-        return fulltext(app, req, resp);
+        return fulltext(app, &who, req, resp);
     }
     if sub == "cdx" {
         resp.source = "api";
@@ -1824,7 +1813,7 @@ impl CdxOutput {
 /// The full-text search page and its JSON API (`output=json`): the
 /// request from the query string (`q`, `page`, `n`, `host`, `year`,
 /// `mime`, `language`), bounded as `warchest search`'s.
-fn fulltext(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
+fn fulltext(app: &App, who: &Viewer<'_>, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let coll = &app.coll.name;
     let json = req.param("output").is_some_and(|o| o == "json");
     let Some(index) = &app.search else {
@@ -1850,7 +1839,21 @@ fn fulltext(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
-    match index.search(&r) {
+    // Under access rules, only what the viewer is shown whole: hits,
+    // counts, facets and histogram alike.
+    let searched = if who.sees_all() {
+        index.search(&r)
+    } else {
+        match who.allowed() {
+            Some(region) => index.search_in(&r, &region),
+            None => {
+                let msg = "the access rules are too many to search within";
+                resp.send(503, &text_plain(), format!("{msg}\n").as_bytes())?;
+                return Ok(());
+            }
+        }
+    };
+    match searched {
         Ok(found) => {
             if json {
                 let body = serde_json::to_vec(&found)?;

@@ -395,3 +395,113 @@ fn shared_index() -> &'static SearchIndex {
         })
         .1
 }
+
+/// A search within a region of captures (what access rules let a viewer
+/// see): hits, total, facets and histogram are of those alone, a SURT
+/// prefix with characters a pattern would take for its own (`)`, `,`,
+/// `.`, `?`) matched as written, and the ranking of what is left unchanged.
+#[test]
+fn a_search_within_a_region_counts_only_its_captures() {
+    use warchest_index::region::Region;
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = String::new();
+    for (url, date) in [
+        ("http://a.test/open", "2020-01-01T00:00:00Z"),
+        ("http://a.test/private/x", "2020-01-01T00:00:00Z"),
+        ("http://a.test/private/y?z=1", "2022-01-01T00:00:00Z"),
+        ("http://b.test/", "2021-06-01T00:00:00Z"),
+        ("http://b.test/", "2023-06-01T00:00:00Z"),
+    ] {
+        data += &response(url, date, "text/plain", &format!("walrus words of {url}"));
+    }
+    let (_, res) = build(dir.path(), "a.warc", &data);
+    assert_eq!(res.unwrap(), Added::Indexed);
+    let index = SearchIndex::open(dir.path()).unwrap();
+    let req = SearchRequest {
+        query: "walrus".into(),
+        ..SearchRequest::default()
+    };
+    let all = index.search(&req).unwrap();
+    assert_eq!(all.total, 5);
+    let urls = |r: &warchest_search::SearchResults| {
+        let mut u: Vec<String> = r
+            .hits
+            .iter()
+            .map(|h| format!("{} {}", h.url, &h.timestamp[..4]))
+            .collect();
+        u.sort();
+        u
+    };
+    let at = |ts: &str| warchest::http::date::timestamp_seconds(ts);
+    for (region, want) in [
+        (Region::All, 5),
+        (Region::Nothing, 0),
+        (Region::not(Region::KeyPrefix("test,a)/private".into())), 3),
+        (Region::KeyPrefix("test,a)/private/y?".into()), 1),
+        (Region::KeyIs("test,a)/private/x".into()), 1),
+        (Region::KeyPrefix("test,a".into()), 3),
+        (Region::KeyPrefix("test,a)/priv.te".into()), 0),
+        (
+            Region::Time {
+                after: Some(at("20201231")),
+                before: Some(at("20230101")),
+            },
+            2,
+        ),
+        (
+            Region::or([
+                Region::KeyIs("test,a)/open".into()),
+                Region::and([
+                    Region::KeyPrefix("test,b)/".into()),
+                    Region::Time {
+                        after: Some(at("2022")),
+                        before: None,
+                    },
+                ]),
+            ]),
+            2,
+        ),
+    ] {
+        let found = index.search_in(&req, &region).unwrap();
+        assert_eq!(found.total, want, "{region:?}: {:?}", urls(&found));
+        assert_eq!(found.hits.len(), want as usize, "{region:?}");
+        let hosts: u64 = found.facets.host.iter().map(|f| f.count).sum();
+        assert_eq!(hosts, want, "{region:?}: host facet");
+        let months: u64 = found.histogram.iter().map(|b| b.count).sum();
+        assert_eq!(months, want, "{region:?}: histogram");
+        for h in &found.hits {
+            let ts = &h.timestamp;
+            assert!(
+                region.contains(&h.surt, at(ts)),
+                "{region:?}: {} {ts}",
+                h.surt
+            );
+        }
+    }
+    let shown = index
+        .search_in(
+            &req,
+            &Region::not(Region::KeyPrefix("test,a)/private".into())),
+        )
+        .unwrap();
+    assert_eq!(
+        urls(&shown),
+        [
+            "http://a.test/open 2020",
+            "http://b.test/ 2021",
+            "http://b.test/ 2023"
+        ]
+    );
+    // The order of what is left is the order it had.
+    let order = |r: &warchest_search::SearchResults| {
+        r.hits
+            .iter()
+            .map(|h| (h.url.clone(), h.timestamp.clone()))
+            .collect::<Vec<_>>()
+    };
+    let kept: Vec<_> = order(&all)
+        .into_iter()
+        .filter(|(u, _)| !u.contains("private"))
+        .collect();
+    assert_eq!(order(&shown), kept);
+}

@@ -225,17 +225,56 @@ fn the_embargo_and_the_default_access() {
     assert_eq!(status(&get(&s.addr, "/archive/http://a.test/")), 404);
 }
 
+/// Full-text search under the rules: what the viewer is shown whole, in
+/// the hits, their count and the facets; staff (by the header) sees more;
+/// blocked and excluded captures are not searched (a snippet is content).
 #[test]
-fn full_text_search_with_rules_is_refused_at_start() {
+fn full_text_search_shows_only_what_the_rules_allow() {
+    use warchest_search::{IndexedFile, SearchIndex, WriterOptions, add_archives};
     let dir = tempfile::tempdir().unwrap();
     let warc = dir.path().join("a.warc");
     archive(&warc);
-    let mut opts = ServeOptions::new(vec![warc]);
+    let search = dir.path().join("search");
+    {
+        let index = SearchIndex::create_or_open(&search).unwrap();
+        let writer = index
+            .writer(&WriterOptions {
+                threads: 1,
+                memory: 32 << 20,
+            })
+            .unwrap();
+        let data = std::fs::read(&warc).unwrap();
+        let open = |n: &str| {
+            let file = IndexedFile::identify(n, data.len() as u64, data.as_slice()).unwrap();
+            let cursor = std::io::Cursor::new(data.clone());
+            let opts = warchest::warc::ReaderOptions::lenient();
+            Ok((warchest::archive::Reader::with_options(cursor, opts)?, file))
+        };
+        let name = "a.warc".to_string();
+        let o = add_archives(&writer, &[name], open).remove(0);
+        o.result.unwrap();
+        writer.commit().unwrap();
+    }
+    let mut opts = ServeOptions::new(vec![warc.clone()]);
     opts.listen = "127.0.0.1:0".into();
     opts.store = Some(dir.path().join("index.redb"));
     opts.poll = None;
-    opts.search = Some(dir.path().join("no-index"));
+    opts.search = Some(search);
     opts.access = AccessRules::parse(RULES, "rules.aclj").unwrap();
-    let e = Server::bind(opts).unwrap_err().to_string();
-    assert!(e.contains("--search with access rules"), "{e}");
+    opts.access_user_header = Some("X-Pywb-ACL-User".into());
+    let s = Running::from_server(Server::bind(opts).unwrap());
+    let q = "/archive/fulltext?q=content&output=json";
+    let public = get(&s.addr, q);
+    assert_eq!(status(&public), 200, "{public}");
+    let body = &public[public.find("\r\n\r\n").unwrap()..];
+    assert!(body.contains("\"total\":3"), "{public}");
+    assert!(!body.contains("secret"), "{public}");
+    assert!(!body.contains("blocked"), "{public}");
+    assert!(body.contains("http://b.test/"), "{public}");
+    let staff = get_as(&s.addr, q, "staff");
+    assert!(staff.contains("\"total\":4"), "{staff}");
+    assert!(staff.contains("http://a.test/secret/x"), "{staff}");
+    // The HTML page says the same count.
+    let page = get(&s.addr, "/archive/fulltext?q=content");
+    assert!(!page.contains("secret"), "{page}");
 }
