@@ -177,10 +177,26 @@ const TOP_JS: &str = "new Promise((r) => {\
 
 /// A network-idle behaviour's note: `note`, and when the wait reached its
 /// bound what was still in flight (how many, the first three URLs, each
-/// cut at 200 characters), which the page's metadata record then says.
+/// cut at 200 characters), which the page's metadata record then says;
+/// when it went idle, how many requests whose end the tab may have missed
+/// were taken as ended ([`Tab::network_idle`]).
 fn idle_note(tab: &Tab<'_>, note: &str, idle: bool) -> String {
     if idle {
-        return note.to_string();
+        // Said, not silent: requests whose end the tab may have missed
+        // were taken as ended.
+        let n = tab.assumed_ended();
+        if n == 0 {
+            return note.to_string();
+        }
+        let said = format!(
+            "{n} request(s) in flight when the tab fell behind its events taken as ended after {} s without a sign",
+            crate::page::UNSURE_QUIET.as_secs()
+        );
+        return if note.is_empty() {
+            said
+        } else {
+            format!("{note}; {said}")
+        };
     }
     let (n, urls) = tab.in_flight(3);
     let urls: Vec<String> = urls.iter().map(|u| u.chars().take(200).collect()).collect();

@@ -28,6 +28,11 @@ pub const COMMAND: Duration = Duration::from_secs(10);
 /// sends no event to wake it.
 const LOOK_AGAIN: Duration = Duration::from_millis(200);
 
+/// How long a request in flight when its tab fell behind may give no sign
+/// (no event naming it) before it is taken as ended: its end may have been
+/// among the events lost, and would hold every idle wait to its bound.
+pub const UNSURE_QUIET: Duration = Duration::from_secs(2);
+
 /// The most targets (workers, frames of other sites) a tab follows the
 /// network of at once, by default ([`crate::BrowserOptions::max_targets`]);
 /// those past it are let run all the same, unfollowed (without the tab's
@@ -203,6 +208,11 @@ struct Track {
     loaded: bool,
     crashed: bool,
     lagged: bool,
+    /// Requests in flight when the tracker fell behind (their end may have
+    /// been lost), with the last time an event named them.
+    unsure: std::collections::HashMap<String, Instant>,
+    /// Of those, how many were taken as ended ([`UNSURE_QUIET`]).
+    assumed_ended: u64,
     /// Targets (workers, frames of other sites) past the most a tab
     /// follows ([`MAX_TARGETS`]), let run unfollowed: what they asked for
     /// is not seen.
@@ -291,6 +301,10 @@ impl<'a> Tab<'a> {
                     Err(RecvError::Lagged(_)) => {
                         if let Ok(mut t) = t.lock() {
                             t.lagged = true;
+                            // Their ends may be among the events lost.
+                            let now = Instant::now();
+                            let ids: Vec<String> = t.inflight.drain().collect();
+                            t.unsure.extend(ids.into_iter().map(|id| (id, now)));
                         }
                         // A worker or frame whose start was among the
                         // events lost stays paused until someone lets it
@@ -331,9 +345,10 @@ impl<'a> Tab<'a> {
                             | "Network.loadingFailed"
                     );
                     let ours = answer
-                        && e.params["requestId"]
-                            .as_str()
-                            .is_some_and(|id| t.lock().is_ok_and(|t| t.inflight.contains(id)));
+                        && e.params["requestId"].as_str().is_some_and(|id| {
+                            t.lock()
+                                .is_ok_and(|t| t.inflight.contains(id) || t.unsure.contains_key(id))
+                        });
                     if !ours {
                         continue;
                     }
@@ -461,22 +476,40 @@ impl<'a> Tab<'a> {
     /// Waits until no request has been in flight for `quiet`, at most
     /// `bound`; true when the network went idle. Quiet is counted from
     /// the last request that started or ended, or from
-    /// [`Tab::mark_activity`].
+    /// [`Tab::mark_activity`]. A request in flight when the tab fell
+    /// behind its events counts until it ends or gives no sign for
+    /// [`UNSURE_QUIET`]; then it is taken as ended, and counted
+    /// ([`Tab::assumed_ended`]).
     pub async fn network_idle(&self, quiet: Duration, bound: Duration) -> bool {
-        self.wait(bound, |t| {
-            if t.crashed {
-                return Look::Done(false);
-            }
-            if !t.inflight.is_empty() {
-                return Look::Until(None);
-            }
-            match t.last_change {
-                Some(l) if l.elapsed() < quiet => Look::Until(Some(l + quiet)),
-                _ => Look::Done(true),
-            }
-        })
-        .await
-        .unwrap_or_else(|| {
+        let idle = self
+            .wait(bound, |t| {
+                if t.crashed {
+                    return Look::Done(false);
+                }
+                if !t.inflight.is_empty() {
+                    return Look::Until(None);
+                }
+                if let Some(last) = t.unsure.values().max()
+                    && last.elapsed() < UNSURE_QUIET
+                {
+                    return Look::Until(Some(*last + UNSURE_QUIET));
+                }
+                match t.last_change {
+                    Some(l) if l.elapsed() < quiet => Look::Until(Some(l + quiet)),
+                    _ => Look::Done(true),
+                }
+            })
+            .await;
+        if idle == Some(true)
+            && let Ok(mut t) = self.track.lock()
+            && !t.unsure.is_empty()
+        {
+            let n = t.unsure.len() as u64;
+            t.unsure.clear();
+            t.assumed_ended += n;
+            tracing::debug!(target: "warchest_browser::timing", "{n} request(s) in flight when the tab fell behind taken as ended");
+        }
+        idle.unwrap_or_else(|| {
             let (n, busy) = self.in_flight(8);
             tracing::debug!(target: "warchest_browser::timing", "not idle after {bound:?}: {n} in flight, {busy:?}");
             false
@@ -484,7 +517,8 @@ impl<'a> Tab<'a> {
     }
 
     /// How many requests are in flight, and the URLs of the first `max`
-    /// of them (in URL order; `?` for one whose URL was not kept).
+    /// of them (in URL order; `?` for one whose URL was not kept). Those
+    /// whose end may have been lost ([`Tab::network_idle`]) count.
     pub fn in_flight(&self, max: usize) -> (usize, Vec<String>) {
         let Ok(t) = self.track.lock() else {
             return (0, Vec::new());
@@ -492,11 +526,19 @@ impl<'a> Tab<'a> {
         let mut urls: Vec<&str> = t
             .inflight
             .iter()
+            .chain(t.unsure.keys())
             .map(|id| t.urls.get(id).map_or("?", String::as_str))
             .collect();
         urls.sort_unstable();
         let first = urls.iter().take(max).map(|u| u.to_string()).collect();
-        (t.inflight.len(), first)
+        (urls.len(), first)
+    }
+
+    /// Requests in flight when the tab fell behind its events that
+    /// [`Tab::network_idle`] took as ended, giving no sign for
+    /// [`UNSURE_QUIET`] (their end may have been among the events lost).
+    pub fn assumed_ended(&self) -> u64 {
+        self.track.lock().map_or(0, |t| t.assumed_ended)
     }
 
     /// Counts the network's quiet from now: after a behaviour that may
@@ -692,6 +734,13 @@ fn requested(t: &Track) -> HashSet<String> {
 
 fn observe(t: &mut Track, method: &str, p: &Value) {
     let id = || p["requestId"].as_str().unwrap_or("").to_string();
+    // A request whose end may have been lost gives a sign of life (its
+    // response, its data, a redirect's next hop).
+    if !t.unsure.is_empty()
+        && let Some(at) = p["requestId"].as_str().and_then(|i| t.unsure.get_mut(i))
+    {
+        *at = Instant::now();
+    }
     match method {
         "Network.requestWillBeSent" => {
             let url = p
@@ -699,6 +748,7 @@ fn observe(t: &mut Track, method: &str, p: &Value) {
                 .and_then(Value::as_str)
                 .unwrap_or("");
             if url.starts_with("http") {
+                t.unsure.remove(&id());
                 t.inflight.insert(id());
                 if t.urls.len() < MAX_RESPONSES {
                     t.urls.insert(id(), url.to_string());
@@ -734,11 +784,13 @@ fn observe(t: &mut Track, method: &str, p: &Value) {
         }
         "Network.loadingFinished" => {
             t.inflight.remove(&id());
+            t.unsure.remove(&id());
             t.last_change = Some(Instant::now());
         }
         "Network.loadingFailed" => {
             let rid = id();
             t.inflight.remove(&rid);
+            t.unsure.remove(&rid);
             t.last_change = Some(Instant::now());
             let reason = p["blockedReason"]
                 .as_str()

@@ -907,7 +907,7 @@ for(let i=0;i<100;i++)fetch('/b?i='+i);</script>",
     let dir = tempfile::tempdir().unwrap();
     let b = Rig::start(exe, dir.path(), |o| {
         o.event_buffer = 2;
-        // Lost events leave requests in flight: the idle waits run out.
+        // Short: this test is about the attaches, not the waits.
         o.idle_timeout = Duration::from_secs(2);
     });
     let p = b.capture(&format!("{}/", s.base));
@@ -935,6 +935,46 @@ for(let i=0;i<100;i++)fetch('/b?i='+i);</script>",
         "{:?}",
         other.requests()
     );
+}
+
+/// Requests whose end was among the events a tab lost do not hold the
+/// network-idle waits to their bound: once they give no sign for
+/// `UNSURE_QUIET` they are taken as ended, and the idle behaviour says how
+/// many. A page of 150 fetches with a two-event buffer, the idle bound 30 s.
+#[test]
+fn requests_whose_end_was_lost_do_not_hold_idle_to_its_bound() {
+    let Some(exe) = chromium() else { return };
+    let page = "<!doctype html><title>many</title><script>\
+for(let i=0;i<150;i++)fetch('/b?i='+i);</script>";
+    let s = Site::start(vec![
+        ("/", (200, HTML, Some(page.as_bytes().to_vec()))),
+        ("/b", (200, "text/plain", Some(b"b".to_vec()))),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let b = Rig::start(exe, dir.path(), |o| {
+        o.event_buffer = 2;
+        o.idle_timeout = Duration::from_secs(30);
+        o.scroll = false;
+    });
+    let t = std::time::Instant::now();
+    let p = b.capture(&format!("{}/", s.base));
+    let took = t.elapsed();
+    b.finish();
+    assert!(p.ok(), "{p:?}");
+    assert!(p.incomplete, "the tab never fell behind: {p:?}");
+    let idle: Vec<_> = p.behaviors.iter().filter(|x| x.name == "idle").collect();
+    assert!(!idle.is_empty(), "{:?}", p.behaviors);
+    for x in &idle {
+        assert!(x.completed, "idle ran to its bound: {x:?}");
+        assert!(x.ms < 20_000, "{x:?}");
+    }
+    assert!(
+        took < Duration::from_secs(25),
+        "{took:?}: {:?}",
+        p.behaviors
+    );
+    let said = idle.iter().any(|x| x.note.contains("taken as ended"));
+    eprintln!("taken as ended said: {said}; {:?}", p.behaviors);
 }
 
 /// A request cut in its head has no URL: while a page is open it may be
