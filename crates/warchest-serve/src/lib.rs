@@ -760,7 +760,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     }
     if path == "/" {
         resp.source = "page";
-        let body = pages::home(coll, app.search.is_some())?;
+        let body = pages::home(coll, app.search.is_some(), who.sees_all())?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
@@ -791,7 +791,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let sub = rest.split('?').next().unwrap_or("");
     if rest.is_empty() || sub.is_empty() {
         resp.source = "page";
-        let body = pages::home(coll, app.search.is_some())?;
+        let body = pages::home(coll, app.search.is_some(), who.sees_all())?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
@@ -2482,7 +2482,7 @@ fn search(
         .and_then(|m| MatchType::parse(&m))
         .unwrap_or(MatchType::Prefix);
     if q.trim().is_empty() {
-        let body = pages::home(coll, fulltext)?;
+        let body = pages::home(coll, fulltext, who.sees_all())?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }

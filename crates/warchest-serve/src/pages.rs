@@ -84,7 +84,10 @@ fn asked(m: MatchType) -> &'static str {
 }
 
 /// The collection page.
-pub(super) fn home(coll: &Collection, fulltext: bool) -> warchest::Result<String> {
+/// The collection's page: the search forms, its files and counts; the
+/// files' download links only when no access rule is set (whole files are
+/// then not served).
+pub(super) fn home(coll: &Collection, fulltext: bool, downloads: bool) -> warchest::Result<String> {
     let mut b = search_form(&coll.name, "");
     if fulltext {
         b.push_str(&warchest_search::web::form_html(
@@ -104,13 +107,20 @@ pub(super) fn home(coll: &Collection, fulltext: bool) -> warchest::Result<String
     // files are on the server.
     let names = Names::of(coll);
     for s in coll.store.sources() {
+        let link = if downloads {
+            format!(
+                "<a href=\"/{}/file/{}\">download</a>",
+                escape(&coll.name),
+                escape(&names.href(s.id))
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             b,
-            "<tr><td>{}</td><td>{}</td><td><a href=\"/{}/file/{}\">download</a></td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{link}</td></tr>",
             escape(&names.name(s.id)),
             s.entries,
-            escape(&coll.name),
-            escape(&names.href(s.id))
         );
     }
     b.push_str("</table>");
