@@ -9,6 +9,26 @@ use warchest_replay::access::{Access, AccessRules, RuleLine, Verdict, rule_key};
 
 use crate::report::{Global, Outcome};
 
+/// The largest rule file or list read (serve reads no larger rule file).
+const MAX_FILE: u64 = 256 << 20;
+
+/// `path` as text, at most [`MAX_FILE`] bytes; `None` when there is none.
+fn read_bounded(path: &Path) -> Result<Option<String>> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_FILE => bail!(
+            "{}: {} bytes, more than a rule file or list may hold ({MAX_FILE})",
+            path.display(),
+            m.len()
+        ),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", path.display())),
+    }
+    std::fs::read_to_string(path)
+        .map(Some)
+        .with_context(|| format!("{}: cannot read", path.display()))
+}
+
 /// Write, check and try access control files for `serve --acl` (pywb's
 /// `.aclj`: one rule a line, `SURT-PREFIX - {"access": ...}`).
 ///
@@ -149,8 +169,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             user,
         } => {
             let access = parse_access(&access)?;
-            let text = std::fs::read_to_string(&list)
-                .with_context(|| format!("{}: cannot read", list.display()))?;
+            let Some(text) = read_bounded(&list)? else {
+                bail!("{}: no such file", list.display());
+            };
             let (mut added, mut replaced) = (0usize, 0usize);
             edit(&file, |lines| {
                 for t in text.lines().map(str::trim) {
@@ -253,11 +274,7 @@ fn put(
 /// pywb keeps them) beside it before it replaces the old. A file with a
 /// line that is not a rule is refused, untouched.
 fn edit(file: &Path, change: impl FnOnce(&mut Vec<String>) -> Result<usize>) -> Result<usize> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", file.display())),
-    };
+    let text = read_bounded(file)?.unwrap_or_default();
     let mut notes = Vec::new();
     let mut lines = Vec::new();
     for (i, l) in text.lines().enumerate() {

@@ -173,7 +173,10 @@ fn excluded_captures_are_nowhere_and_blocked_ones_are_refused() {
     assert_eq!(status(&file), 403, "{file}");
     // Nor linked from the collection's page.
     let home = get(ui, "/archive/");
-    assert!(home.contains("a.warc") && !home.contains("/file/"), "{home}");
+    assert!(
+        home.contains("a.warc") && !home.contains("/file/"),
+        "{home}"
+    );
     assert!(!file.contains("content of"), "{file}");
     // A header the server was not told of names no one.
     drop(s);
