@@ -628,31 +628,55 @@ impl AccessRules {
         {
             return Some((r, format!("{key}{EXACT}")));
         }
-        let key = key.as_bytes();
-        let mut bound: &[u8] = key;
-        // Each turn shortens the bound: at most the key's length of turns.
-        while let Some((k, list)) = self
-            .prefix
-            .range::<[u8], _>((Bound::Unbounded, Bound::Included(bound)))
-            .next_back()
-        {
-            if key.starts_with(k) {
-                if let Some(r) = Self::pick(list, user, at, now) {
-                    return Some((r, String::from_utf8_lossy(k).into_owned()));
-                }
-                // Only a shorter prefix is left.
-                match k.len().checked_sub(1) {
-                    Some(n) => bound = &key[..n],
-                    None => break,
-                }
-            } else {
-                // The prefixes of `key` below `k` are at most as long as
-                // what the two share.
-                let shared = k.iter().zip(key).take_while(|(a, b)| a == b).count();
-                bound = &key[..shared];
+        for (k, list) in self.prefixes(key.as_bytes()) {
+            if let Some(r) = Self::pick(list, user, at, now) {
+                return Some((r, String::from_utf8_lossy(k).into_owned()));
             }
         }
         Self::pick(&self.any, user, at, now).map(|r| (r, ANY.to_string()))
+    }
+
+    /// The prefix keys with rules that are prefixes of `key` (itself
+    /// included), longest first.
+    fn prefixes<'m, 'k>(&'m self, key: &'k [u8]) -> Prefixes<'m, 'k> {
+        Prefixes {
+            map: &self.prefix,
+            key,
+            bound: Some(key),
+        }
+    }
+}
+
+/// [`AccessRules::prefixes`]: a walk down the sorted keys, each turn
+/// shortening the bound, so at most the key's length of turns.
+struct Prefixes<'m, 'k> {
+    map: &'m BTreeMap<Vec<u8>, Vec<Rule>>,
+    key: &'k [u8],
+    bound: Option<&'k [u8]>,
+}
+
+impl<'m> Iterator for Prefixes<'m, '_> {
+    type Item = (&'m [u8], &'m [Rule]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let key = self.key;
+        while let Some((k, list)) = self
+            .map
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(self.bound?)))
+            .next_back()
+        {
+            if key.starts_with(k) {
+                // Only a shorter prefix is left after it.
+                self.bound = k.len().checked_sub(1).map(|n| &key[..n]);
+                return Some((k.as_slice(), list.as_slice()));
+            }
+            // The prefixes of `key` below `k` are at most as long as what
+            // the two share.
+            let shared = k.iter().zip(key).take_while(|(a, b)| a == b).count();
+            self.bound = Some(&key[..shared]);
+        }
+        self.bound = None;
+        None
     }
 }
 
@@ -732,28 +756,11 @@ impl Viewer<'_> {
         };
         // The prefix keys with a rule for this viewer, longest first, that
         // are prefixes of `key` (itself included).
-        let ancestors = |key: &[u8]| -> Vec<&[u8]> {
-            let mut out = Vec::new();
-            let mut bound = key;
-            while let Some((k, list)) = r
-                .prefix
-                .range::<[u8], _>((Bound::Unbounded, Bound::Included(bound)))
-                .next_back()
-            {
-                if key.starts_with(k) {
-                    if applicable(list) {
-                        out.push(k.as_slice());
-                    }
-                    match k.len().checked_sub(1) {
-                        Some(n) => bound = &key[..n],
-                        None => break,
-                    }
-                } else {
-                    let shared = k.iter().zip(key).take_while(|(a, b)| a == b).count();
-                    bound = &key[..shared];
-                }
-            }
-            out
+        let ancestors = |key: &[u8]| -> Vec<&'_ [u8]> {
+            r.prefixes(key)
+                .filter(|(_, list)| applicable(list))
+                .map(|(k, _)| k)
+                .collect()
         };
         let embargo = r
             .embargo

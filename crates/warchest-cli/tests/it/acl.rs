@@ -158,19 +158,12 @@ fn access_rules_agree_with_pywb() {
     let mut warc = Vec::new();
     for (i, u) in urls.iter().enumerate() {
         let body = format!("content of {u}");
-        let http = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        warc.extend(
-            format!(
-                "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{i:012}>\r\n\
-WARC-Date: 2024-06-01T00:00:00Z\r\nWARC-Target-URI: {u}\r\n\
-Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
-                http.len()
-            )
-            .into_bytes(),
-        );
+        warc.extend(crate::common::text_response(
+            i,
+            u,
+            "2024-06-01T00:00:00Z",
+            &body,
+        ));
     }
     let file = d.join("a.warc");
     std::fs::write(&file, warc).unwrap();

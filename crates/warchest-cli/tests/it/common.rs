@@ -13,7 +13,7 @@ use std::process::{Child, Command, Output};
 // either crate directory.
 #[path = "../../../warchest/tests/it/common.rs"]
 mod library;
-pub use library::{fixture, fixture_files, fixtures, noise, python_has};
+pub use library::{fixture, fixture_files, fixtures, noise, python_has, text_response};
 
 /// The path of the `warchest` binary built for these tests.
 pub fn bin_path() -> &'static str {

@@ -29,19 +29,7 @@ fn archive(path: &Path) -> Vec<u64> {
     for (i, (uri, date)) in RECORDS.iter().enumerate() {
         offsets.push(bytes.len() as u64);
         let body = format!("content of {uri} at {date}");
-        let http = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        bytes.extend(
-            format!(
-                "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{i:012}>\r\n\
-WARC-Date: {date}\r\nWARC-Target-URI: {uri}\r\n\
-Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
-                http.len()
-            )
-            .into_bytes(),
-        );
+        bytes.extend(crate::common::text_response(i, uri, date, &body));
     }
     std::fs::write(path, bytes).unwrap();
     offsets

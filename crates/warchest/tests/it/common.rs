@@ -56,6 +56,22 @@ pub fn fixture(rel: &str) -> PathBuf {
     fixtures().join(rel)
 }
 
+/// A WARC/1.1 response record of `uri` at `date` (a WARC-Date): an HTTP
+/// 200 of `body` as text/plain; `n` makes its record id.
+pub fn text_response(n: usize, uri: &str, date: &str, body: &str) -> Vec<u8> {
+    let http = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    format!(
+        "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{n:012}>\r\n\
+WARC-Date: {date}\r\nWARC-Target-URI: {uri}\r\n\
+Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+        http.len()
+    )
+    .into_bytes()
+}
+
 /// True when python3 can import `module` (a peer of the differential tests);
 /// fails the test with a clear message when it cannot, unless
 /// WARCHEST_SKIP_PYTHON is set (then false: the caller skips).
