@@ -1,10 +1,13 @@
 //! Any bytes as a pywb access control file (`serve --acl`): parsed or
 //! refused with the line named, never a panic; once parsed, every line's
 //! key and its prefixes and extensions judged for the public and for a
-//! user, with any timestamp. A rule file of one undated rule for everyone
+//! user, with any timestamp, and the region of what each is allowed
+//! (`Viewer::allowed`, what full-text search selects by) holding exactly
+//! the captures judged allow. A rule file of one undated rule for everyone
 //! gives that rule's access to its own key.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use warchest::http::date::{pad_timestamp, timestamp_seconds};
 use warchest_replay::access::{Access, AccessRules, Verdict};
 
 fuzz_target!(|data: &[u8]| {
@@ -22,16 +25,22 @@ fuzz_target!(|data: &[u8]| {
         .take(14)
         .map(char::from)
         .collect::<String>();
+    let at = timestamp_seconds(&pad_timestamp(&ts));
     for who in [rules.viewer(None), rules.viewer(Some("staff"))] {
+        let region = who.allowed();
         for line in text.lines().take(64) {
             let key = line.split(' ').next().unwrap_or("");
+            let key = key.strip_suffix("###").unwrap_or(key);
             for k in [
                 key,
                 key.get(..key.len() / 2).unwrap_or(""),
                 &format!("{key}/x"),
                 "",
             ] {
-                let _ = who.verdict(k, &ts);
+                let v = who.verdict(k, &ts);
+                if let Some(r) = &region {
+                    assert_eq!(r.contains(k, at), v == Verdict::Allow, "{k:?} at {ts:?}");
+                }
             }
         }
     }
