@@ -44,7 +44,7 @@ use warchest_index::region::Region;
 
 /// The largest access control file read (they are lists of prefixes: a
 /// larger one is a mistake, not a rule set).
-const MAX_FILE: u64 = 256 << 20;
+pub const MAX_FILE: u64 = 256 << 20;
 
 /// The most rules all files together hold.
 const MAX_RULES: usize = 4_000_000;

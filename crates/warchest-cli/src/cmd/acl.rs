@@ -9,8 +9,8 @@ use warchest_replay::access::{Access, AccessRules, RuleLine, Verdict, rule_key};
 
 use crate::report::{Global, Outcome};
 
-/// The largest rule file or list read (serve reads no larger rule file).
-const MAX_FILE: u64 = 256 << 20;
+// The largest rule file or list read: serve reads no larger rule file.
+use warchest_replay::access::MAX_FILE;
 
 /// `path` as text, at most [`MAX_FILE`] bytes; `None` when there is none.
 fn read_bounded(path: &Path) -> Result<Option<String>> {
