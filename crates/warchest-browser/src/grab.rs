@@ -179,12 +179,12 @@ const TOP_JS: &str = "new Promise((r) => {\
 /// bound what was still in flight (how many, the first three URLs, each
 /// cut at 200 characters), which the page's metadata record then says;
 /// when it went idle, how many requests whose end the tab may have missed
-/// were taken as ended ([`Tab::network_idle`]).
+/// were taken as ended since the last note ([`Tab::network_idle`]).
 fn idle_note(tab: &Tab<'_>, note: &str, idle: bool) -> String {
     if idle {
         // Said, not silent: requests whose end the tab may have missed
         // were taken as ended.
-        let n = tab.assumed_ended();
+        let n = tab.take_assumed_ended();
         if n == 0 {
             return note.to_string();
         }

@@ -211,7 +211,8 @@ struct Track {
     /// Requests in flight when the tracker fell behind (their end may have
     /// been lost), with the last time an event named them.
     unsure: std::collections::HashMap<String, Instant>,
-    /// Of those, how many were taken as ended ([`UNSURE_QUIET`]).
+    /// Of those, how many were taken as ended ([`UNSURE_QUIET`]) and not
+    /// yet told ([`Tab::take_assumed_ended`]).
     assumed_ended: u64,
     /// Targets (workers, frames of other sites) past the most a tab
     /// follows ([`MAX_TARGETS`]), let run unfollowed: what they asked for
@@ -479,7 +480,7 @@ impl<'a> Tab<'a> {
     /// [`Tab::mark_activity`]. A request in flight when the tab fell
     /// behind its events counts until it ends or gives no sign for
     /// [`UNSURE_QUIET`]; then it is taken as ended, and counted
-    /// ([`Tab::assumed_ended`]).
+    /// ([`Tab::take_assumed_ended`]).
     pub async fn network_idle(&self, quiet: Duration, bound: Duration) -> bool {
         let idle = self
             .wait(bound, |t| {
@@ -535,10 +536,13 @@ impl<'a> Tab<'a> {
     }
 
     /// Requests in flight when the tab fell behind its events that
-    /// [`Tab::network_idle`] took as ended, giving no sign for
-    /// [`UNSURE_QUIET`] (their end may have been among the events lost).
-    pub fn assumed_ended(&self) -> u64 {
-        self.track.lock().map_or(0, |t| t.assumed_ended)
+    /// [`Tab::network_idle`] took as ended since this was last asked,
+    /// giving no sign for [`UNSURE_QUIET`] (their end may have been among
+    /// the events lost): each is told once.
+    pub fn take_assumed_ended(&self) -> u64 {
+        self.track
+            .lock()
+            .map_or(0, |mut t| std::mem::take(&mut t.assumed_ended))
     }
 
     /// Counts the network's quiet from now: after a behaviour that may

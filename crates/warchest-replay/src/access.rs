@@ -434,7 +434,7 @@ impl AccessRules {
     pub fn parse(text: &str, name: &str) -> Result<AccessRules> {
         let mut r = AccessRules::allow_all();
         r.add(text, name)?;
-        Ok(r)
+        Ok(r.ranked())
     }
 
     /// The rules of the files at `paths` (a directory: its `.aclj` files).
@@ -443,28 +443,39 @@ impl AccessRules {
     /// A path that cannot be read, or a line that is not a rule.
     pub fn load(paths: &[PathBuf]) -> Result<AccessRules> {
         let mut r = AccessRules::allow_all();
-        for p in paths {
-            if p.is_dir() {
-                let mut files: Vec<PathBuf> = std::fs::read_dir(p)
-                    .map_err(|e| bad(format!("{}: {e}", p.display())))?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|f| f.extension().is_some_and(|x| x == "aclj") && f.is_file())
-                    .collect();
-                files.sort();
-                if files.is_empty() {
-                    return Err(bad(format!(
-                        "{}: no .aclj file in this directory",
-                        p.display()
-                    )));
-                }
-                for f in files {
-                    r.add_file(&f)?;
-                }
-            } else {
-                r.add_file(p)?;
-            }
+        for f in Self::files(paths)? {
+            r.add_file(&f)?;
         }
-        Ok(r)
+        Ok(r.ranked())
+    }
+
+    /// The rule files `paths` names, in order: a file as given, a
+    /// directory's `.aclj` files by name.
+    ///
+    /// # Errors
+    /// A directory that cannot be listed or holds no `.aclj` file.
+    fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+        let mut out = Vec::new();
+        for p in paths {
+            if !p.is_dir() {
+                out.push(p.clone());
+                continue;
+            }
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| bad(format!("{}: {e}", p.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "aclj") && f.is_file())
+                .collect();
+            if files.is_empty() {
+                return Err(bad(format!(
+                    "{}: no .aclj file in this directory",
+                    p.display()
+                )));
+            }
+            files.sort();
+            out.extend(files);
+        }
+        Ok(out)
     }
 
     /// The rules of the files at `paths` read again, with this default
@@ -478,31 +489,19 @@ impl AccessRules {
             .with_embargo(self.embargo.clone()))
     }
 
-    /// The files `paths` names (a directory's `.aclj` files), each with its
-    /// length and time of change: what changes when a rule file is edited,
-    /// added or removed. Unreadable paths are left out (reading them again
-    /// then says why).
+    /// The rule files `paths` names (a directory's `.aclj` files), each
+    /// with its length and time of change: what changes when a rule file
+    /// is edited, added or removed. What cannot be listed or read is left
+    /// out (reading the rules again then says why).
     pub fn stamp(paths: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
-        let mut out = Vec::new();
-        let mut add = |f: PathBuf| {
-            if let Ok(m) = std::fs::metadata(&f) {
-                out.push((f, m.len(), m.modified().ok()));
-            }
-        };
-        for p in paths {
-            if p.is_dir() {
-                if let Ok(rd) = std::fs::read_dir(p) {
-                    rd.flatten()
-                        .map(|e| e.path())
-                        .filter(|f| f.extension().is_some_and(|x| x == "aclj"))
-                        .for_each(&mut add);
-                }
-            } else {
-                add(p.clone());
-            }
-        }
-        out.sort();
-        out
+        Self::files(paths)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|f| {
+                let m = std::fs::metadata(&f).ok()?;
+                Some((f, m.len(), m.modified().ok()))
+            })
+            .collect()
     }
 
     fn add_file(&mut self, path: &Path) -> Result<()> {
@@ -542,7 +541,6 @@ impl AccessRules {
             }
             self.rules += 1;
             self.users |= user.is_some();
-            let rule = Rule { access, user, when };
             let list = if key == ANY {
                 &mut self.any
             } else if let Some(k) = key.strip_suffix(EXACT) {
@@ -550,11 +548,24 @@ impl AccessRules {
             } else {
                 self.prefix.entry(key.into_bytes()).or_default()
             };
-            list.push(rule);
-            // Stable: the file's order within a rank.
-            list.sort_by_key(Rule::rank);
+            list.push(Rule { access, user, when });
         }
         Ok(())
+    }
+
+    /// Each key's rules in the order they are tried ([`Rule::rank`]),
+    /// sorted once all are read; stable, so the files' order stays within
+    /// a rank.
+    fn ranked(mut self) -> AccessRules {
+        let lists = self
+            .prefix
+            .values_mut()
+            .chain(self.exact.values_mut())
+            .chain([&mut self.any]);
+        for list in lists {
+            list.sort_by_key(Rule::rank);
+        }
+        self
     }
 
     /// The access of a capture no rule matches (pywb's `default_access`;
@@ -598,10 +609,15 @@ impl AccessRules {
         } else {
             WarcDate::now(DatePrecision::Second).timestamp14()
         };
+        let embargo = self
+            .embargo
+            .as_ref()
+            .map(|e| (Region::or(e.when.iter().map(|w| w.region(&now))), e.verdict));
         Viewer {
             rules: self,
             user,
             now,
+            embargo,
         }
     }
 
@@ -612,7 +628,7 @@ impl AccessRules {
             .find(|r| r.when.iter().all(|w| w.holds(at, now)))
     }
 
-    /// The rule for `key` (a SURT key), and the key it is under: an exact
+    /// The rule for `key` (a SURT key), and where it was found: an exact
     /// key, then the longest prefix whose rules hold, then `*,`.
     fn find<'r>(
         &'r self,
@@ -620,20 +636,20 @@ impl AccessRules {
         user: Option<&str>,
         at: i64,
         now: &str,
-    ) -> Option<(&'r Rule, String)> {
+    ) -> Option<(&'r Rule, Under<'r>)> {
         if let Some(r) = self
             .exact
             .get(key)
             .and_then(|l| Self::pick(l, user, at, now))
         {
-            return Some((r, format!("{key}{EXACT}")));
+            return Some((r, Under::Exact));
         }
         for (k, list) in self.prefixes(key.as_bytes()) {
             if let Some(r) = Self::pick(list, user, at, now) {
-                return Some((r, String::from_utf8_lossy(k).into_owned()));
+                return Some((r, Under::Prefix(k)));
             }
         }
-        Self::pick(&self.any, user, at, now).map(|r| (r, ANY.to_string()))
+        Self::pick(&self.any, user, at, now).map(|r| (r, Under::Any))
     }
 
     /// The prefix keys with rules that are prefixes of `key` (itself
@@ -645,6 +661,17 @@ impl AccessRules {
             bound: Some(key),
         }
     }
+}
+
+/// Where [`AccessRules::find`] found the rule: named only when
+/// [`Viewer::explain`] says so, not on every verdict.
+enum Under<'r> {
+    /// The capture's own key, `###`.
+    Exact,
+    /// This prefix key.
+    Prefix(&'r [u8]),
+    /// `*,`.
+    Any,
 }
 
 /// [`AccessRules::prefixes`]: a walk down the sorted keys, each turn
@@ -700,6 +727,9 @@ pub struct Viewer<'a> {
     rules: &'a AccessRules,
     user: Option<&'a str>,
     now: String,
+    /// The embargo's conditions as of `now` (its periods counted back
+    /// once, not at each capture), and what it gives.
+    embargo: Option<(Region, Verdict)>,
 }
 
 impl Viewer<'_> {
@@ -709,21 +739,21 @@ impl Viewer<'_> {
         if self.rules.is_open() {
             return Verdict::Allow;
         }
-        self.explain(urlkey, timestamp).verdict
+        self.decide(urlkey, timestamp).0
     }
 
-    /// [`Viewer::verdict`], with the rule that decided and whether the
-    /// embargo did (`warchest acl match` prints it).
-    pub fn explain(&self, urlkey: &str, timestamp: &str) -> Explained {
+    /// The verdict, the rule that decided and where, and whether the
+    /// embargo did.
+    fn decide(&self, urlkey: &str, timestamp: &str) -> (Verdict, Option<(&Rule, Under<'_>)>, bool) {
         let r = self.rules;
         let at = timestamp_seconds(&pad_timestamp(timestamp));
         let found = r.find(urlkey, self.user, at, &self.now);
         let access = found.as_ref().map_or(r.default, |(rule, _)| rule.access);
-        let embargo = r
+        let embargo = self
             .embargo
             .as_ref()
-            .filter(|e| e.when.iter().any(|w| w.holds(at, &self.now)))
-            .map(|e| e.verdict);
+            .filter(|(when, _)| when.contains(urlkey, at))
+            .map(|(_, v)| *v);
         let (verdict, embargoed) = match (access, embargo) {
             (Access::Exclude, _) => (Verdict::Exclude, false),
             (Access::AllowIgnoreEmbargo, _) | (Access::Allow, None) => (Verdict::Allow, false),
@@ -731,10 +761,24 @@ impl Viewer<'_> {
             (Access::Block, Some(Verdict::Exclude)) => (Verdict::Exclude, true),
             (Access::Block, _) => (Verdict::Block, false),
         };
+        (verdict, found, embargoed)
+    }
+
+    /// [`Viewer::verdict`], with the rule that decided and whether the
+    /// embargo did (`warchest acl match` prints it).
+    pub fn explain(&self, urlkey: &str, timestamp: &str) -> Explained {
+        let (verdict, found, embargoed) = self.decide(urlkey, timestamp);
         Explained {
             verdict,
-            rule: found.map(|(rule, key)| (key, rule.access, rule.user.clone())),
-            default: r.default,
+            rule: found.map(|(rule, under)| {
+                let key = match under {
+                    Under::Exact => format!("{urlkey}{EXACT}"),
+                    Under::Prefix(k) => String::from_utf8_lossy(k).into_owned(),
+                    Under::Any => ANY.to_string(),
+                };
+                (key, rule.access, rule.user.clone())
+            }),
+            default: self.rules.default,
             embargoed,
         }
     }
@@ -747,6 +791,10 @@ impl Viewer<'_> {
         let r = self.rules;
         if r.is_open() {
             return Some(Region::All);
+        }
+        // Each key makes a node at least: past the bound, no need to build.
+        if r.prefix.len() + r.exact.len() > MAX_REGION {
+            return None;
         }
         let user = self.user;
         let now = self.now.as_str();
@@ -762,10 +810,7 @@ impl Viewer<'_> {
                 .map(|(k, _)| k)
                 .collect()
         };
-        let embargo = r
-            .embargo
-            .as_ref()
-            .map(|e| Region::or(e.when.iter().map(|w| w.region(now))));
+        let embargo = self.embargo.as_ref().map(|(when, _)| when.clone());
         let allow_of = |a: Access| match a {
             Access::AllowIgnoreEmbargo => Region::All,
             Access::Allow => embargo.clone().map_or(Region::All, Region::not),

@@ -1,6 +1,7 @@
 //! `warchest acl`: write and try the access control files `serve --acl`
 //! reads (pywb's `.aclj`), as pywb's `wb-manager acl` does.
 
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -42,9 +43,10 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 enum Sub {
-    /// Add a rule (or replace the one of the same key and user), the file
-    /// kept in pywb's order (lines sorted in reverse) and written whole
-    /// before it replaces the old (created when missing).
+    /// Add a rule (or replace the undated one of the same key and user;
+    /// dated rules, written by hand, are left as they are), the file kept
+    /// in pywb's order (lines sorted in reverse) and written whole before
+    /// it replaces the old (created when missing).
     Add {
         /// The rule file.
         file: PathBuf,
@@ -126,9 +128,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             exact,
         } => {
             let access = parse_access(&access)?;
-            let n = edit(&file, |lines| {
-                Ok(usize::from(put(
-                    lines,
+            let n = edit(&file, |rules| {
+                Ok(usize::from(rules.put(
                     &target,
                     exact,
                     access,
@@ -148,11 +149,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             exact,
         } => {
             let key = rule_key(&target, exact);
-            let gone = edit(&file, |lines| {
-                let before = lines.len();
-                lines.retain(|l| !same_rule(l, &key, user.as_deref()));
-                Ok(before - lines.len())
-            })?;
+            let gone = edit(&file, |rules| Ok(rules.remove(&key, user.as_deref())))?;
             if gone == 0 {
                 eprintln!("warchest acl: no rule of {key} in {}", file.display());
                 return Ok(Outcome::Problem);
@@ -173,12 +170,12 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 bail!("{}: no such file", list.display());
             };
             let (mut added, mut replaced) = (0usize, 0usize);
-            edit(&file, |lines| {
+            edit(&file, |rules| {
                 for t in text.lines().map(str::trim) {
                     if t.is_empty() || t.starts_with('#') {
                         continue;
                     }
-                    if put(lines, t, false, access, user.as_deref()) {
+                    if rules.put(t, false, access, user.as_deref()) {
                         added += 1;
                     } else {
                         replaced += 1;
@@ -240,54 +237,83 @@ fn parse_access(s: &str) -> Result<Access> {
     Access::parse(s).with_context(|| format!("{s}: allow, block, exclude or allow_ignore_embargo"))
 }
 
-/// Whether `line` is the rule of `key` for `user`.
-fn same_rule(line: &str, key: &str, user: Option<&str>) -> bool {
-    matches!(RuleLine::parse(line), Ok(Some(r)) if r.key == key && r.user.as_deref() == user)
+/// A rule file's lines being changed: its comments, and its rules each
+/// with its key, user and whether it is dated (`add` manages the undated
+/// rule of a key and user; a dated one, written by hand, is left alone).
+struct RuleFile {
+    notes: Vec<String>,
+    rules: Vec<(String, Option<String>, bool, String)>,
+    /// Where the undated rule of each key and user is in `rules`.
+    undated: HashMap<(String, Option<String>), usize>,
 }
 
-/// Puts the rule of `target` in `lines`, in place of the one of the same
-/// key and user if there is one; true when it was added.
-fn put(
-    lines: &mut Vec<String>,
-    target: &str,
-    exact: bool,
-    access: Access,
-    user: Option<&str>,
-) -> bool {
-    let key = rule_key(target, exact);
-    let url = target.contains("://").then_some(target);
-    let line = RuleLine::format(&key, access, url, user);
-    match lines.iter_mut().find(|l| same_rule(l, &key, user)) {
-        Some(old) => {
-            *old = line;
-            false
+impl RuleFile {
+    fn index(&mut self) {
+        self.undated = self
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, _, dated, _))| !dated)
+            .map(|(i, (k, u, _, _))| ((k.clone(), u.clone()), i))
+            .collect();
+    }
+
+    /// Puts the undated rule of `target`, in place of the one of the same
+    /// key and user if there is one; true when it was added.
+    fn put(&mut self, target: &str, exact: bool, access: Access, user: Option<&str>) -> bool {
+        let key = rule_key(target, exact);
+        let url = target.contains("://").then_some(target);
+        let line = RuleLine::format(&key, access, url, user);
+        let id = (key, user.map(str::to_string));
+        match self.undated.get(&id) {
+            Some(&i) => {
+                self.rules[i].3 = line;
+                false
+            }
+            None => {
+                self.undated.insert(id.clone(), self.rules.len());
+                self.rules.push((id.0, id.1, false, line));
+                true
+            }
         }
-        None => {
-            lines.push(line);
-            true
-        }
+    }
+
+    /// Takes out every rule of `key` for `user`; how many there were.
+    fn remove(&mut self, key: &str, user: Option<&str>) -> usize {
+        let before = self.rules.len();
+        self.rules
+            .retain(|(k, u, _, _)| !(k == key && u.as_deref() == user));
+        self.index();
+        before - self.rules.len()
     }
 }
 
-/// Reads the rule file (none: empty), lets `change` change its lines, and
+/// Reads the rule file (none: empty), lets `change` change its rules, and
 /// writes it whole (comments first, then the rules in reverse order, as
 /// pywb keeps them) beside it before it replaces the old. A file with a
 /// line that is not a rule is refused, untouched.
-fn edit(file: &Path, change: impl FnOnce(&mut Vec<String>) -> Result<usize>) -> Result<usize> {
+fn edit(file: &Path, change: impl FnOnce(&mut RuleFile) -> Result<usize>) -> Result<usize> {
     let text = read_bounded(file)?.unwrap_or_default();
-    let mut notes = Vec::new();
-    let mut lines = Vec::new();
+    let mut f = RuleFile {
+        notes: Vec::new(),
+        rules: Vec::new(),
+        undated: HashMap::new(),
+    };
     for (i, l) in text.lines().enumerate() {
         match RuleLine::parse(l) {
-            Ok(None) if !l.trim().is_empty() => notes.push(l.to_string()),
+            Ok(None) if !l.trim().is_empty() => f.notes.push(l.to_string()),
             Ok(None) => {}
-            Ok(Some(_)) => lines.push(l.trim().to_string()),
+            Ok(Some(r)) => f
+                .rules
+                .push((r.key, r.user, !r.when.is_empty(), l.trim().to_string())),
             Err(why) => bail!("{}:{}: {why}: {}", file.display(), i + 1, l.trim()),
         }
     }
-    let n = change(&mut lines)?;
+    f.index();
+    let n = change(&mut f)?;
+    let mut lines: Vec<String> = f.rules.into_iter().map(|r| r.3).collect();
     lines.sort_by(|a, b| b.cmp(a));
-    let mut out = notes.join("\n");
+    let mut out = f.notes.join("\n");
     for l in &lines {
         if !out.is_empty() {
             out.push('\n');

@@ -177,6 +177,7 @@ fn access_rules(args: &Args) -> Result<warchest_replay::access::AccessRules> {
         Verdict::Exclude
     };
     let embargo = (!when.is_empty()).then_some(Embargo { when, verdict });
+    let embargoed = embargo.is_some();
     let default = Access::parse(&args.default_access).unwrap_or(Access::Allow);
     let rules = rules.with_default(default).with_embargo(embargo);
     if rules.has_user_rules() && args.acl_user_header.is_none() {
@@ -190,7 +191,7 @@ fn access_rules(args: &Args) -> Result<warchest_replay::access::AccessRules> {
             "warchest: access control: {} rule(s), default {}, {}",
             rules.len(),
             args.default_access,
-            if embargo_set(args) {
+            if embargoed {
                 "an embargo"
             } else {
                 "no embargo"
@@ -198,13 +199,6 @@ fn access_rules(args: &Args) -> Result<warchest_replay::access::AccessRules> {
         );
     }
     Ok(rules)
-}
-
-fn embargo_set(args: &Args) -> bool {
-    args.embargo_before.is_some()
-        || args.embargo_after.is_some()
-        || args.embargo_newer.is_some()
-        || args.embargo_older.is_some()
 }
 
 pub fn run(_g: &Global, args: Args) -> Result<Outcome> {

@@ -95,6 +95,28 @@ fn rules_are_added_replaced_removed_imported_and_matched() {
     );
     let o = acl(d, &["check", "r.aclj"]);
     assert_eq!(stdout(&o), "6 rule(s)\n");
+    // A dated rule written by hand is not the one `add` replaces.
+    let before = std::fs::read_to_string(d.join("r.aclj")).unwrap();
+    let mut text = before.clone();
+    text.push_str("org,b)/ - {\"access\": \"allow\", \"before\": \"2010\"}\n");
+    std::fs::write(d.join("r.aclj"), &text).unwrap();
+    let o = acl(d, &["add", "r.aclj", "org,b)/", "block"]);
+    assert!(stderr(&o).contains("replaced org,b)/"), "{}", stderr(&o));
+    let text = std::fs::read_to_string(d.join("r.aclj")).unwrap();
+    assert!(
+        text.contains("org,b)/ - {\"access\": \"allow\", \"before\": \"2010\"}\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("org,b)/ - {\"access\": \"block\"}\n"),
+        "{text}"
+    );
+    assert_eq!(stdout(&acl(d, &["check", "r.aclj"])), "7 rule(s)\n");
+    // `remove` takes the key's rules, dated or not.
+    let o = acl(d, &["remove", "r.aclj", "org,b)/"]);
+    assert!(stderr(&o).contains("removed org,b)/"), "{}", stderr(&o));
+    assert_eq!(stdout(&acl(d, &["check", "r.aclj"])), "5 rule(s)\n");
+    std::fs::write(d.join("r.aclj"), &before).unwrap();
 
     let o = acl(d, &["remove", "r.aclj", "http://example.com/private"]);
     assert!(o.status.success(), "{}", stderr(&o));
