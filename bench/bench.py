@@ -112,6 +112,11 @@ def rows(files, have_harness, have_peers):
     # cdxj-indexer -p: POST/PUT keys appended, as warchest index does by default.
     peer = ["cdxj-indexer", "-p", gz] if have_peers and shutil.which("cdxj-indexer") else None
     out.append(("gzip index cdxj -j 2", idx("2"), "cdxj-indexer -p", peer, 1 / 15))
+    # An uncompressed file indexed in chunks on both cores, the records a
+    # read in order pairs carried across the cuts (issue 33: every reading
+    # command on every core).
+    pidx = lambda j: [w, "index", "--format", "cdxj", "-j", j, plain]  # noqa: E731
+    out.append(("plain index cdxj -j 2", pidx("2"), "index -j 1", pidx("1"), 0.8))
     out.append(("gzip validate -j 2", [w, "validate", "-j", "2", gz], "check -j 2", [w, "check", "-j", "2", gz], 1.0))
     out.append(("gzip validate -j 1", [w, "validate", "-j", "1", gz], "check -j 1", [w, "check", "-j", "1", gz], None))
     # Issue 11's rows for the other codecs (targets met there).

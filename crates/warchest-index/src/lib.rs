@@ -215,7 +215,7 @@ impl std::error::Error for NotAddressable {}
 
 /// What pairing a request with its response needs (cdxj-indexer pairs a
 /// record with the one before it).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Pairing {
     record_type: RecordType,
     uri: Option<String>,
@@ -227,12 +227,37 @@ struct Pairing {
     query: Option<Option<String>>,
 }
 
+#[derive(Debug)]
 struct Pending {
     entry: Entry,
     include: bool,
     pairing: Pairing,
     /// Its HTTP head did not parse (see [`UnparsedHead`]).
     unparsed: bool,
+}
+
+/// What indexing one file carries from a record to the next
+/// ([`Indexer::step`]): the record held back to be paired with the next
+/// one, as cdxj-indexer pairs a POST request with its response, and, for
+/// [`Indexer::continues`], its first record's pairing facts and whether
+/// that record was paired with the second.
+#[derive(Debug, Default)]
+pub struct Carry {
+    held: Option<Pending>,
+    first: Option<Pairing>,
+    first_paired: bool,
+    records: u64,
+    scratch: Scratch,
+}
+
+impl Carry {
+    /// Takes `next`'s state over, as [`Indexer::continues`] allows, once
+    /// the record `self` held was flushed ([`Indexer::flush`]).
+    pub fn append(&mut self, next: Carry) {
+        debug_assert!(self.held.is_none(), "the held record was not flushed");
+        self.records += next.records;
+        self.held = next.held;
+    }
 }
 
 /// Builds index entries from the records of one file.
@@ -362,65 +387,121 @@ impl Indexer {
                 }
             }
         };
-        let mut prev: Option<Pending> = None;
-        let mut scratch = Scratch::default();
+        let mut carry = Carry::default();
         let mut records = 0u64;
         loop {
             take(reader);
-            let rec = match reader.next_record() {
-                Ok(Some(r)) => {
+            let stepped = match reader.next_record() {
+                Ok(Some(rec)) => {
                     records += 1;
-                    r
+                    self.step(rec, &mut carry, unparsed.as_deref_mut(), &mut emit)
                 }
                 Ok(None) => break,
-                Err(e) => {
-                    take(reader);
-                    if let Some(p) = prev.take() {
-                        emit_if(p, &mut emit)?;
-                    }
-                    return Err(e);
-                }
+                Err(e) => Err(e),
             };
-            let cur = match self.record(rec, &mut scratch) {
-                Ok(c) => c,
-                Err(e) => {
-                    take(reader);
-                    if let Some(p) = prev.take() {
-                        emit_if(p, &mut emit)?;
-                    }
-                    return Err(e);
-                }
-            };
-            if cur.include
-                && cur.unparsed
-                && let Some(u) = unparsed.as_mut()
-            {
-                u.add(
-                    &self.filename,
-                    UnparsedHead {
-                        offset: cur.entry.offset,
-                    },
-                );
-            }
-            match prev.take() {
-                Some(p) if paired(&p.pairing, &cur.pairing) => {
-                    let (mut a, mut b) = (p, cur);
-                    self.join(&mut a, &mut b);
-                    emit_if(a, &mut emit)?;
-                    emit_if(b, &mut emit)?;
-                }
-                Some(p) => {
-                    emit_if(p, &mut emit)?;
-                    prev = Some(cur);
-                }
-                None => prev = Some(cur),
+            if let Err(e) = stepped {
+                // The entries read before the failure are given.
+                take(reader);
+                self.flush(&mut carry, &mut emit)?;
+                return Err(e);
             }
         }
         take(reader);
-        if let Some(p) = prev {
-            emit_if(p, &mut emit)?;
-        }
+        self.flush(&mut carry, &mut emit)?;
         Ok(records)
+    }
+
+    /// Indexes one record of a file read in order, `carry` holding what the
+    /// records before it left: emits the entries that are complete (the
+    /// record before, when it was held back and does not pair with this
+    /// one; both, when they pair) and holds this one back, to be paired
+    /// with the next (cdxj-indexer pairs a POST request with its response).
+    /// [`Indexer::flush`] emits what is held at the end. Counts the record
+    /// in `unparsed` when its HTTP head did not parse. Returns how the
+    /// record ended (its stored length).
+    ///
+    /// Records read from a place inside a file (a chunk read on its own
+    /// thread) start from an empty `carry`; [`Carry::continues`] tells
+    /// whether their entries are those of a read from the start.
+    ///
+    /// # Errors
+    /// The record cannot be read (nothing is emitted then, and what was
+    /// held stays held), or `emit` failed.
+    pub fn step<S: Source>(
+        &self,
+        rec: Record<'_, S>,
+        carry: &mut Carry,
+        unparsed: Option<&mut Recoveries<UnparsedHead>>,
+        mut emit: impl FnMut(Entry) -> Result<()>,
+    ) -> Result<warchest::warc::RecordEnd> {
+        let (cur, end) = self.record(rec, &mut carry.scratch)?;
+        if cur.include
+            && cur.unparsed
+            && let Some(u) = unparsed
+        {
+            u.add(
+                &self.filename,
+                UnparsedHead {
+                    offset: cur.entry.offset,
+                },
+            );
+        }
+        carry.records += 1;
+        if carry.records == 1 {
+            carry.first = Some(cur.pairing.clone());
+        }
+        match carry.held.take() {
+            Some(p) if paired(&p.pairing, &cur.pairing) => {
+                // The record held is the first when this is the second.
+                carry.first_paired |= carry.records == 2;
+                let (mut a, mut b) = (p, cur);
+                self.join(&mut a, &mut b);
+                emit_if(a, &mut emit)?;
+                emit_if(b, &mut emit)?;
+            }
+            Some(p) => {
+                emit_if(p, &mut emit)?;
+                carry.held = Some(cur);
+            }
+            None => carry.held = Some(cur),
+        }
+        Ok(end)
+    }
+
+    /// Whether `next`, the carry of records indexed from an empty carry
+    /// at the place where the records of `total` end (a chunk of the file
+    /// read on its own thread), gave the entries that indexing on from
+    /// `total` gives, once `total`'s held record is flushed. Yes when
+    /// nothing is held, or the record held does not pair with `next`'s
+    /// first (it is emitted as it is, and the next is held as from an
+    /// empty carry); also when they pair to no effect on the entries (not
+    /// a POST or PUT, or no key appended) and `next` did not pair its
+    /// first record with its second (which a read on from `total` would
+    /// not have done, the first being taken).
+    pub fn continues(&self, total: &Carry, next: &Carry) -> bool {
+        match (&total.held, &next.first) {
+            (Some(h), Some(f)) if paired(&h.pairing, f) => {
+                !next.first_paired && self.joined_key(&h.pairing, f).is_none()
+            }
+            _ => true,
+        }
+    }
+
+    /// Emits the record `carry` holds back, if any (at the end of the
+    /// input, before an error is given, or before the entries of records
+    /// that [`Indexer::continues`] says follow on).
+    ///
+    /// # Errors
+    /// `emit` failed.
+    pub fn flush(
+        &self,
+        carry: &mut Carry,
+        mut emit: impl FnMut(Entry) -> Result<()>,
+    ) -> Result<()> {
+        match carry.held.take() {
+            Some(p) => emit_if(p, &mut emit),
+            None => Ok(()),
+        }
     }
 
     /// Indexes the records of `reader` into a vector.
@@ -456,7 +537,11 @@ impl Indexer {
         }
     }
 
-    fn record<S: Source>(&self, mut rec: Record<'_, S>, scratch: &mut Scratch) -> Result<Pending> {
+    fn record<S: Source>(
+        &self,
+        mut rec: Record<'_, S>,
+        scratch: &mut Scratch,
+    ) -> Result<(Pending, warchest::warc::RecordEnd)> {
         let loc = rec.location();
         let arc_filedesc = matches!(
             rec.as_format(),
@@ -547,13 +632,14 @@ impl Indexer {
         };
         if !include {
             // Never emitted: only its pairing is used.
-            rec.finish()?;
-            return Ok(Pending {
+            let end = rec.finish()?;
+            let p = Pending {
                 entry: Entry::default(),
                 include,
                 pairing,
                 unparsed: false,
-            });
+            };
+            return Ok((p, end));
         }
 
         let date = hv.date;
@@ -605,7 +691,7 @@ impl Indexer {
             record_id: pairing.record_id.clone(),
         };
         let end = rec.finish()?;
-        Ok(Pending {
+        let p = Pending {
             entry: Entry {
                 length: end.stored_len,
                 ..entry
@@ -613,44 +699,56 @@ impl Indexer {
             include,
             pairing,
             unparsed: facts.unparsed,
-        })
+        };
+        Ok((p, end))
     }
 
     /// cdxj-indexer's `join_req_resp`: a POST/PUT request gives its
     /// response, and itself, the `__wb_method` key.
     fn join(&self, a: &mut Pending, b: &mut Pending) {
-        if !self.opts.post_append {
+        let Some((upper, query, key)) = self.joined_key(&a.pairing, &b.pairing) else {
             return;
-        }
+        };
         let (req, resp) = if a.pairing.record_type == RecordType::Request {
             (a, b)
         } else {
             (b, a)
         };
-        let Some(method) = req.pairing.method.clone() else {
-            return;
-        };
-        let upper = method.to_ascii_uppercase();
-        if upper != "POST" && upper != "PUT" {
-            return;
-        }
-        let Some(url) = req.pairing.uri.clone() else {
-            return;
-        };
-        let query = req.pairing.query.clone().unwrap_or(Some(String::new()));
-        let mut key = url.clone();
-        key.push(if url.contains('?') { '&' } else { '?' });
-        key.push_str("__wb_method=");
-        key.push_str(&method);
-        if let Some(q) = query.as_deref().filter(|q| !q.is_empty()) {
-            key.push('&');
-            key.push_str(q);
-        }
-        let key = surt::url_key(&key);
         resp.entry.method = Some(upper);
         resp.entry.request_body = Some(query);
         resp.entry.urlkey = key.clone();
         req.entry.urlkey = key;
+    }
+
+    /// What pairing `a` and `b` (a request and its response, in either
+    /// order) gives their entries: the method in capitals, the body's
+    /// query and the key; `None` when it changes nothing (POST append
+    /// off, not a POST or PUT, no URI).
+    fn joined_key(&self, a: &Pairing, b: &Pairing) -> Option<(String, Option<String>, String)> {
+        if !self.opts.post_append {
+            return None;
+        }
+        let req = if a.record_type == RecordType::Request {
+            a
+        } else {
+            b
+        };
+        let method = req.method.as_deref()?;
+        let upper = method.to_ascii_uppercase();
+        if upper != "POST" && upper != "PUT" {
+            return None;
+        }
+        let url = req.uri.as_deref()?;
+        let query = req.query.clone().unwrap_or(Some(String::new()));
+        let mut key = url.to_string();
+        key.push(if url.contains('?') { '&' } else { '?' });
+        key.push_str("__wb_method=");
+        key.push_str(method);
+        if let Some(q) = query.as_deref().filter(|q| !q.is_empty()) {
+            key.push('&');
+            key.push_str(q);
+        }
+        Some((upper, query, surt::url_key(&key)))
     }
 }
 

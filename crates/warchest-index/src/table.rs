@@ -1274,6 +1274,7 @@ fn scan_chunks(
         &reader,
         plan,
         &mut io::sink(),
+        &mut Batches::default(),
     );
     MERGING.set(false);
     let mut rows = std::mem::take(&mut *t.main_rows());
@@ -1281,7 +1282,7 @@ fn scan_chunks(
     let e = match r {
         // No record in the whole file: its error, as the scanner of one
         // thread gives it.
-        Ok((0, _)) => Some((
+        Ok(0) => Some((
             Error::new(ErrorKind::Syntax(warchest::archive::no_records_message(
                 &filename,
             ))),

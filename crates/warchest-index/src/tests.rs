@@ -502,3 +502,160 @@ fn index_addressable_stops_where_a_file_is_found_not_record_at_a_time() {
     assert_eq!(r.unwrap(), 40);
     assert_eq!(entries, 40);
 }
+
+/// Chunked indexing's carry: records indexed in two parts, the second
+/// from an empty carry, give the entries of one read whenever
+/// [`Indexer::continues`] says so, and it says so where pairing did not
+/// cross the cut.
+mod carry {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A record of a little crawl: request or response (or a resource),
+    /// of one of two URIs, concurrent to an earlier record or not, its
+    /// request a GET or a POST.
+    fn crawl(spec: &[(u8, u8, Option<u8>, bool)]) -> Vec<u8> {
+        let mut data = Vec::new();
+        for (i, &(typ, uri, to, post)) in spec.iter().enumerate() {
+            let uri = ["http://a.example/x", "http://a.example/y?q=1"][uri as usize % 2];
+            let id = format!("<urn:uuid:{i}>");
+            let to = to
+                .map(|d| i.checked_sub(usize::from(d % 3) + 1))
+                .and_then(|j| j.map(|j| format!("WARC-Concurrent-To: <urn:uuid:{j}>\r\n")))
+                .unwrap_or_default();
+            let (t, ct, block): (&str, &str, Vec<u8>) = match typ % 3 {
+                0 => (
+                    "request",
+                    "Content-Type: application/http; msgtype=request\r\n",
+                    if post {
+                        b"POST /x HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\nfoo=bar".to_vec()
+                    } else {
+                        b"GET /x HTTP/1.1\r\nHost: a.example\r\n\r\n".to_vec()
+                    },
+                ),
+                1 => (
+                    "response",
+                    "Content-Type: application/http; msgtype=response\r\n",
+                    RESPONSE.to_vec(),
+                ),
+                _ => ("resource", "Content-Type: text/plain\r\n", b"r".to_vec()),
+            };
+            data.extend(record(t, uri, &id, &format!("{ct}{to}"), &block));
+        }
+        data
+    }
+
+    /// The entries of `reader`'s records `from..to`, from `carry`; those
+    /// still held stay in it.
+    fn part(
+        ix: &Indexer,
+        data: &[u8],
+        range: std::ops::Range<usize>,
+        carry: &mut Carry,
+    ) -> Vec<Entry> {
+        let mut reader = Reader::new(data).unwrap();
+        let mut out = Vec::new();
+        for n in 0..range.end {
+            let rec = reader.next_record().unwrap().unwrap();
+            if n < range.start {
+                rec.finish().unwrap();
+                continue;
+            }
+            ix.step(rec, carry, None, |e| {
+                out.push(e);
+                Ok(())
+            })
+            .unwrap();
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn parts_continue_as_one_read(
+            spec in proptest::collection::vec((
+                prop_oneof![3 => 0u8..2, 1 => Just(2u8)],
+                prop_oneof![4 => Just(0u8), 1 => Just(1u8)],
+                prop_oneof![3 => Just(Some(0u8)), 1 => Just(None), 1 => (1u8..3).prop_map(Some)],
+                any::<bool>(),
+            ), 1..12),
+            cut in 0usize..12,
+            post_append in any::<bool>(),
+        ) {
+            let cut = cut.min(spec.len());
+            let data = crawl(&spec);
+            let opts = IndexOptions { all: true, post_append, ..IndexOptions::default() };
+            let ix = Indexer::new("f.warc", opts.clone());
+            let whole = index(&data, opts);
+            let mut total = Carry::default();
+            let mut got = part(&ix, &data, 0..cut, &mut total);
+            let mut next = Carry::default();
+            let rest = part(&ix, &data, cut..spec.len(), &mut next);
+            if ix.continues(&total, &next) {
+                ix.flush(&mut total, |e| { got.push(e); Ok(()) }).unwrap();
+                got.extend(rest);
+                total.append(next);
+                ix.flush(&mut total, |e| { got.push(e); Ok(()) }).unwrap();
+                prop_assert_eq!(&got, &whole);
+            } else {
+                // Refused only where the record held pairs with the next.
+                let held = total.held.as_ref().map(|h| &h.pairing);
+                prop_assert!(held.zip(next.first.as_ref()).is_some_and(|(h, f)| paired(h, f)));
+            }
+        }
+    }
+
+    /// A crawl of GET pairs (request, then its response) cut between the
+    /// two records of a pair continues: pairing them changes no entry.
+    #[test]
+    fn a_get_pair_cut_in_two_continues() {
+        let spec = [
+            (0, 0, None, false),
+            (1, 0, Some(0), false),
+            (0, 1, None, false),
+            (1, 1, Some(0), false),
+        ];
+        let data = crawl(&spec);
+        let ix = Indexer::new(
+            "f.warc",
+            IndexOptions {
+                all: true,
+                ..IndexOptions::default()
+            },
+        );
+        let mut total = Carry::default();
+        part(&ix, &data, 0..1, &mut total);
+        let mut next = Carry::default();
+        part(&ix, &data, 1..4, &mut next);
+        assert!(ix.continues(&total, &next));
+        // The same cut through a POST pair does not.
+        let spec = [
+            (0, 0, None, true),
+            (1, 0, Some(0), false),
+            (0, 1, None, false),
+        ];
+        let data = crawl(&spec);
+        let mut total = Carry::default();
+        part(&ix, &data, 0..1, &mut total);
+        let mut next = Carry::default();
+        part(&ix, &data, 1..3, &mut next);
+        assert!(!ix.continues(&total, &next));
+        // Nor one where the chunk paired the response with the next
+        // request (a POST), which a read from the start gives its own
+        // response.
+        let spec = [
+            (0, 0, None, false),
+            (1, 0, Some(0), false),
+            (0, 0, Some(0), true),
+            (1, 0, Some(0), false),
+        ];
+        let data = crawl(&spec);
+        let mut total = Carry::default();
+        part(&ix, &data, 0..1, &mut total);
+        let mut next = Carry::default();
+        part(&ix, &data, 1..4, &mut next);
+        assert!(!ix.continues(&total, &next));
+    }
+}

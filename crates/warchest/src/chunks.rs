@@ -116,6 +116,23 @@ pub trait Tally: Sync {
     fn full(&self, _sum: &Self::Sum) -> bool {
         false
     }
+
+    /// Whether the records of a chunk, counted in `part` from an empty
+    /// sum (read from the chunk's first record as if it were the input's
+    /// first), gave the lines that a read on from `total` gives, once
+    /// `total` is flushed ([`Tally::flush`]). A caller whose record's lines
+    /// depend on the record before (`index` pairs a POST request with its
+    /// response) says no where that dependence crosses the chunk's start:
+    /// the chunk is then read again in order, on from `total`.
+    fn continues(&self, _total: &Self::Sum, _part: &Self::Sum) -> bool {
+        true
+    }
+
+    /// Appends to `out` the lines `sum` holds back (a record kept to be
+    /// paired with the next one), emptying it of them: before the lines of
+    /// a chunk that [`Tally::continues`] on from it, at the end of the
+    /// input, and before an error is returned.
+    fn flush(&self, _sum: &mut Self::Sum, _out: &mut Vec<u8>) {}
 }
 
 /// [`Lines`] as a [`Tally`] with no counts.
@@ -168,10 +185,15 @@ pub fn sequential<S: Source, L: Lines>(
     hand_over: impl FnMut(u64) -> bool,
 ) -> Result<Option<u64>, BoxError> {
     let record = |rec: Record<'_, S>, buf: &mut Vec<u8>, _: &mut ()| lines.record(rec, buf);
-    sequential_by(g, name, record, reader, out, progress, &mut (), hand_over)
+    let mut hand_over = hand_over;
+    sequential_by(g, name, record, reader, out, progress, &mut (), |n, _| {
+        hand_over(n)
+    })
 }
 
-/// [`sequential`] for a [`Tally`]: each record also counted in `sum`.
+/// [`sequential`] for a [`Tally`]: each record also counted in `sum`. The
+/// lines `sum` holds back at the end ([`Tally::flush`]) are the caller's
+/// to write.
 ///
 /// # Errors
 /// As [`sequential`].
@@ -188,11 +210,15 @@ pub fn sequential_tally<S: Source + Send, T: Tally>(
 ) -> Result<Option<u64>, BoxError> {
     let record =
         |rec: Record<'_, S>, buf: &mut Vec<u8>, sum: &mut T::Sum| lines.record(rec, buf, sum);
-    sequential_by(g, name, record, reader, out, progress, sum, hand_over)
+    let mut hand_over = hand_over;
+    sequential_by(g, name, record, reader, out, progress, sum, |n, _| {
+        hand_over(n)
+    })
 }
 
 /// [`sequential`] and [`sequential_tally`], each record's work done by
-/// `record` (a [`Tally`] needs its sources `Send`, a [`Lines`] does not).
+/// `record` (a [`Tally`] needs its sources `Send`, a [`Lines`] does not);
+/// `hand_over` also sees the counts so far.
 #[allow(clippy::too_many_arguments)]
 fn sequential_by<S: Source, M>(
     g: &dyn Report,
@@ -202,7 +228,7 @@ fn sequential_by<S: Source, M>(
     out: &mut dyn Write,
     progress: &mut Progress,
     sum: &mut M,
-    mut hand_over: impl FnMut(u64) -> bool,
+    mut hand_over: impl FnMut(u64, &M) -> bool,
 ) -> Result<Option<u64>, BoxError> {
     let mut buf: Vec<u8> = Vec::with_capacity(512);
     loop {
@@ -225,7 +251,7 @@ fn sequential_by<S: Source, M>(
         }
         g.warnings(name, &reader.take_warnings());
         if let Some(next) = end.stored_len.and_then(|n| offset.checked_add(n))
-            && hand_over(next)
+            && hand_over(next, sum)
         {
             return Ok(Some(next));
         }
@@ -568,8 +594,7 @@ pub fn read<L: Lines>(
     plan: Plan,
     out: &mut dyn Write,
 ) -> (Result<u64, BoxError>, Trace) {
-    let (r, t) = read_tally(g, name, input, &NoSum(lines), opts, plan, out);
-    (r.map(|(n, ())| n), t)
+    read_tally(g, name, input, &NoSum(lines), opts, plan, out, &mut ())
 }
 
 /// Where a chunked read's bytes come from, for [`read`] and [`read_tally`].
@@ -581,9 +606,10 @@ pub enum Input<'a> {
     At(&'a Arc<dyn ReadAt>),
 }
 
-/// [`read`] for a [`Tally`]: also the counts of the
-/// records written, as [`sequential_tally`] over the whole input counts
-/// them.
+/// [`read`] for a [`Tally`]: also counts the records written into `sum`
+/// (an empty one: `Default`), as [`sequential_tally`] over the whole input
+/// counts them, those before an error too; the lines it holds back are
+/// written ([`Tally::flush`]) at the end and before an error is returned.
 ///
 /// # Errors
 /// As [`sequential`].
@@ -596,7 +622,8 @@ pub fn read_tally<T: Tally>(
     opts: &ReaderOptions,
     plan: Plan,
     out: &mut dyn Write,
-) -> (Result<(u64, T::Sum), BoxError>, Trace) {
+    sum: &mut T::Sum,
+) -> (Result<u64, BoxError>, Trace) {
     match input {
         Input::Path(p) => {
             let src: Arc<dyn ReadAt> = match File::open(p) {
@@ -614,12 +641,14 @@ pub fn read_tally<T: Tally>(
             } else {
                 opts
             };
-            run(g, name, &Origin { src: &src, name }, tally, opts, plan, out)
+            let origin = Origin { src: &src, name };
+            run(g, name, &origin, tally, opts, plan, out, sum)
         }
-        Input::At(src) => run(g, name, &Origin { src, name }, tally, opts, plan, out),
+        Input::At(src) => run(g, name, &Origin { src, name }, tally, opts, plan, out, sum),
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run<L: Tally>(
     g: &dyn Report,
     name: &str,
@@ -628,7 +657,8 @@ fn run<L: Tally>(
     opts: &ReaderOptions,
     plan: Plan,
     out: &mut dyn Write,
-) -> (Result<(u64, L::Sum), BoxError>, Trace) {
+    sum: &mut L::Sum,
+) -> (Result<u64, BoxError>, Trace) {
     let Plan {
         len,
         chunk,
@@ -661,7 +691,7 @@ fn run<L: Tally>(
             s.spawn(|| worker(&shared, lines, origin, opts, count, window, &range));
         }
         let r = merge(
-            g, name, origin, lines, opts, &shared, count, window, &range, out, &mut trace,
+            g, name, origin, lines, opts, &shared, count, window, &range, out, sum, &mut trace,
         );
         // Set under the lock: a worker checks it under the lock before it
         // waits, so the notice cannot fall between its check and its wait
@@ -774,8 +804,38 @@ fn merge<L: Tally>(
     window: usize,
     range: &dyn Fn(usize) -> (u64, u64),
     out: &mut dyn Write,
+    sum: &mut L::Sum,
     trace: &mut Trace,
-) -> Result<(u64, L::Sum), BoxError> {
+) -> Result<u64, BoxError> {
+    let r = merge_held(
+        g, name, origin, lines, opts, shared, count, window, range, out, sum, trace,
+    );
+    // What the counts hold back goes out last, or before the error (the
+    // records it stands for were read before it).
+    let mut held = Vec::new();
+    lines.flush(sum, &mut held);
+    let wrote = out.write_all(&held);
+    let records = r?;
+    wrote?;
+    Ok(records)
+}
+
+/// [`merge`], leaving what `sum` holds back at the end there.
+#[allow(clippy::too_many_arguments)]
+fn merge_held<L: Tally>(
+    g: &dyn Report,
+    name: &str,
+    origin: &Origin<'_>,
+    lines: &L,
+    opts: &ReaderOptions,
+    shared: &Shared<L::Sum>,
+    count: usize,
+    window: usize,
+    range: &dyn Fn(usize) -> (u64, u64),
+    out: &mut dyn Write,
+    sum: &mut L::Sum,
+    trace: &mut Trace,
+) -> Result<u64, BoxError> {
     let mut fetch = Fetch {
         shared,
         window,
@@ -786,7 +846,7 @@ fn merge<L: Tally>(
     // at the end of the input.
     let mut pos = Some(0u64);
     let mut progress = Progress::default();
-    let mut sum = L::Sum::default();
+    let mut held = Vec::new();
     let mut k = 0usize;
     while let Some(p) = pos {
         if k < count {
@@ -800,7 +860,10 @@ fn merge<L: Tally>(
                 continue;
             }
             let c = fetch.get(k);
-            if c.ok && c.start == Some(p) {
+            if c.ok && c.start == Some(p) && lines.continues(sum, &c.sum) {
+                held.clear();
+                lines.flush(sum, &mut held);
+                out.write_all(&held)?;
                 out.write_all(&c.out)?;
                 let c = fetch.release(k);
                 // Its records' warnings, numbered as from the file's start.
@@ -815,7 +878,7 @@ fn merge<L: Tally>(
                     .collect();
                 g.warnings(name, &warnings);
                 progress.next_number = base.saturating_add(c.progress.records);
-                lines.add(&mut sum, c.sum);
+                lines.add(sum, c.sum);
                 progress.records += c.progress.records;
                 if c.progress.last.is_some() {
                     progress.last = c.progress.last;
@@ -831,7 +894,7 @@ fn merge<L: Tally>(
         trace.sequential_runs += 1;
         let before = progress.records;
         let mut reader = resume(origin, opts, p, progress)?;
-        let hand_over = |next| {
+        let hand_over = |next, sum: &L::Sum| {
             while k < count && range(k).1 <= next {
                 fetch.release(k);
                 k += 1;
@@ -840,22 +903,24 @@ fn merge<L: Tally>(
                 return false;
             }
             let c = fetch.get(k);
-            c.ok && c.start == Some(next)
+            c.ok && c.start == Some(next) && lines.continues(sum, &c.sum)
         };
-        let stopped = sequential_tally(
+        let record =
+            |rec: Record<'_, Src>, buf: &mut Vec<u8>, sum: &mut L::Sum| lines.record(rec, buf, sum);
+        let stopped = sequential_by(
             g,
             name,
-            lines,
+            record,
             &mut reader,
             out,
             &mut progress,
-            &mut sum,
+            sum,
             hand_over,
         );
         trace.sequential_records += progress.records - before;
         pos = stopped?;
     }
-    Ok((progress.records, sum))
+    Ok(progress.records)
 }
 
 /// A reader in the state of a sequential read of `origin` from its start

@@ -182,10 +182,12 @@ fn check_file(
         }),
         Chunked::Chunks(c) => {
             let from = c.input(name);
-            let (r, trace) =
-                chunks::read_tally(&counting, name, from, &tally, &opts, c.plan, &mut out);
+            let mut sum = Summary::default();
+            let (r, trace) = chunks::read_tally(
+                &counting, name, from, &tally, &opts, c.plan, &mut out, &mut sum,
+            );
             input::write_trace(&trace);
-            r
+            r.map(|n| (n, sum))
         }
     };
     let (_, mut sum) = read?;

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use tempfile::SpooledTempFile;
 use warchest::recoveries::Recoveries;
 use warchest_index::{
-    Encoder, Format, IndexOptions, IndexOutput, Indexer, NotAddressable, ParquetOptions,
+    Carry, Encoder, Format, IndexOptions, IndexOutput, Indexer, NotAddressable, ParquetOptions,
     UnparsedHead,
 };
 
@@ -383,33 +383,63 @@ fn index_into(
         input::require_records(name)?;
         let mut ropts = g.reader_options(name);
         ropts.decoder.threads = threads;
-        // Files by path: seekable, and decoded on `threads` threads.
-        let opened = input::open(name, ropts)?;
         let indexer = Indexer::new(index_name(name), opts.clone());
-        let mut lines = Vec::with_capacity(LINES_BUFFER + 4096);
-        let records = input::with_reader!(opened, reader => {
-            let mut reader = reader;
-            // A file not compressed record at a time is refused, the read
-            // stopped where that is found.
-            let r = indexer.index_addressable(
-                &mut reader,
-                name,
-                |e| {
-                    encoder.encode(&e, &mut lines);
-                    entries += 1;
-                    if lines.len() >= LINES_BUFFER {
-                        sink(&lines)?;
-                        lines.clear();
-                    }
-                    Ok(())
-                },
-                |ws| warnings.add_all(name, &ws),
-                &mut unparsed,
-            );
-            // The entries before an error are kept, as with one thread.
-            sink(&lines)?;
-            r??
-        });
+        // An uncompressed WARC file is cut into chunks indexed on the
+        // threads (the lines verified to be those of a read in order);
+        // compressed members are decoded on them.
+        let records = match input::chunked(name, threads, &ropts)? {
+            input::Chunked::Chunks(c) => {
+                let tally = ChunkIndex {
+                    indexer: &indexer,
+                    encoder,
+                };
+                let noted = Noted(std::cell::RefCell::new(&mut warnings));
+                let mut part = Part::default();
+                let mut out = Sink::new(sink);
+                let (r, trace) = warchest::chunks::read_tally(
+                    &noted,
+                    name,
+                    c.input(name),
+                    &tally,
+                    &ropts,
+                    c.plan,
+                    &mut out,
+                    &mut part,
+                );
+                input::write_trace(&trace);
+                entries = part.entries;
+                unparsed = part.unparsed;
+                // The entries before an error are kept, as read in order.
+                out.flush()?;
+                r?
+            }
+            input::Chunked::No(opened) => {
+                let mut lines = Vec::with_capacity(LINES_BUFFER + 4096);
+                input::with_reader!(opened, reader => {
+                    let mut reader = reader;
+                    // A file not compressed record at a time is refused,
+                    // the read stopped where that is found.
+                    let r = indexer.index_addressable(
+                        &mut reader,
+                        name,
+                        |e| {
+                            encoder.encode(&e, &mut lines);
+                            entries += 1;
+                            if lines.len() >= LINES_BUFFER {
+                                sink(&lines)?;
+                                lines.clear();
+                            }
+                            Ok(())
+                        },
+                        |ws| warnings.add_all(name, &ws),
+                        &mut unparsed,
+                    );
+                    // The entries before an error are kept, as with one thread.
+                    sink(&lines)?;
+                    r??
+                })
+            }
+        };
         // Standard input is not looked at before (`require_records`):
         // one that held no record is told here, as for a file.
         if records == 0 {
@@ -419,6 +449,119 @@ fn index_into(
     })()
     .err();
     (warnings, error, entries, unparsed)
+}
+
+/// `index`'s work on the records of a chunk of an uncompressed WARC file
+/// (`warchest::chunks`): entries encoded as lines, the record held back
+/// for pairing carried from chunk to chunk ([`warchest_index::Carry`]).
+struct ChunkIndex<'a> {
+    indexer: &'a Indexer,
+    encoder: &'a Encoder,
+}
+
+/// A chunk's counts: the indexer's carry, entries written, heads that did
+/// not parse.
+#[derive(Default)]
+struct Part {
+    carry: Carry,
+    entries: u64,
+    unparsed: Recoveries<UnparsedHead>,
+}
+
+impl warchest::chunks::Tally for ChunkIndex<'_> {
+    type Sum = Part;
+
+    fn record<S: warchest::codec::Source + Send>(
+        &self,
+        rec: warchest::archive::Record<'_, S>,
+        out: &mut Vec<u8>,
+        sum: &mut Part,
+    ) -> Result<warchest::warc::RecordEnd, warchest::chunks::BoxError> {
+        let Part {
+            carry,
+            entries,
+            unparsed,
+        } = sum;
+        let end = self.indexer.step(rec, carry, Some(unparsed), |e| {
+            self.encoder.encode(&e, out);
+            *entries += 1;
+            Ok(())
+        })?;
+        Ok(end)
+    }
+
+    fn add(&self, total: &mut Part, part: Part) {
+        total.carry.append(part.carry);
+        total.entries += part.entries;
+        total.unparsed.append(part.unparsed);
+    }
+
+    fn continues(&self, total: &Part, part: &Part) -> bool {
+        self.indexer.continues(&total.carry, &part.carry)
+    }
+
+    fn flush(&self, sum: &mut Part, out: &mut Vec<u8>) {
+        let entries = &mut sum.entries;
+        // Encoding into a vector cannot fail.
+        let _ = self.indexer.flush(&mut sum.carry, |e| {
+            self.encoder.encode(&e, out);
+            *entries += 1;
+            Ok(())
+        });
+    }
+}
+
+/// A chunked read's recoveries, gathered as a read in order gathers them.
+struct Noted<'a>(std::cell::RefCell<&'a mut Recoveries>);
+
+impl warchest::chunks::Report for Noted<'_> {
+    fn warnings(&self, name: &str, warnings: &[warchest::Warning]) {
+        if !warnings.is_empty() {
+            self.0.borrow_mut().add_all(name, warnings);
+        }
+    }
+}
+
+/// The sink as a writer, handed pieces of at least [`LINES_BUFFER`] bytes
+/// (once a spool is on disk, each piece is a system call).
+struct Sink<'a> {
+    sink: &'a mut dyn FnMut(&[u8]) -> io::Result<()>,
+    lines: Vec<u8>,
+}
+
+impl<'a> Sink<'a> {
+    fn new(sink: &'a mut dyn FnMut(&[u8]) -> io::Result<()>) -> Self {
+        Sink {
+            sink,
+            lines: Vec::with_capacity(LINES_BUFFER + 4096),
+        }
+    }
+}
+
+impl Write for Sink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if self.lines.len() + buf.len() > LINES_BUFFER && !self.lines.is_empty() {
+            self.flush()?;
+        }
+        if buf.len() >= LINES_BUFFER {
+            return (self.sink)(buf);
+        }
+        self.lines.extend_from_slice(buf);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.lines.is_empty() {
+            (self.sink)(&self.lines)?;
+            self.lines.clear();
+        }
+        Ok(())
+    }
 }
 
 /// Standard output when it is a regular file written at its end (`>` or

@@ -317,3 +317,136 @@ fn every_plain_fixture_checks_the_same_on_two_threads() {
     assert!(t.len() >= 30, "{} chunked reads", t.len());
     assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
 }
+
+/// `index -j 2` gives `-j 1`'s stdout, stderr and exit status on every
+/// plain fixture (POST pairs among them, the records a read in order pairs
+/// carried across the cuts), in CDXJ, and in CDX on every third one.
+#[test]
+fn every_plain_fixture_indexes_the_same_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let files = plain_fixtures(dir.path());
+    let index = |f: &Path, cdx: bool, jobs: &str| {
+        let mut cmd = bin();
+        cmd.args(["-w", "index", "-j", jobs]);
+        if cdx {
+            cmd.args(["--format", "cdx"]);
+        }
+        cmd.arg(f)
+            .env("WARCHEST_PLAIN_CHUNK", "499")
+            .env("WARCHEST_PLAIN_TRACE", &trace);
+        run(&mut cmd)
+    };
+    let mut posts = 0;
+    for (i, f) in files.iter().enumerate() {
+        for cdx in [false, true] {
+            if cdx && i % 3 != 0 {
+                continue;
+            }
+            let one = index(f, cdx, "1");
+            let two = index(f, cdx, "2");
+            assert_eq!(
+                (two.0, &two.2),
+                (one.0, &one.2),
+                "{} cdx {cdx}",
+                f.display()
+            );
+            assert!(
+                two.1 == one.1,
+                "{} cdx {cdx}: stdout differs:\n{}\n---\n{}",
+                f.display(),
+                String::from_utf8_lossy(&one.1),
+                String::from_utf8_lossy(&two.1)
+            );
+            posts += String::from_utf8_lossy(&one.1)
+                .matches("__wb_method=post")
+                .count();
+        }
+    }
+    assert!(posts >= 4, "{posts} POST keys");
+    let t = traces(&trace);
+    assert!(t.len() >= 30, "{} chunked reads", t.len());
+    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+}
+
+/// A crawl of request and response pairs (Wget's order and Heritrix's),
+/// GETs and POSTs, indexed in chunks of every size from a record's to many
+/// records': the entries of `-j 1`, POST keys on both records of a POST
+/// pair however the cuts fall, and chunks cut inside a GET pair used (a
+/// pair that changes no entry does not stop the chunk after the cut).
+#[test]
+fn request_and_response_pairs_index_the_same_across_cuts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pairs.warc");
+    let mut data = Vec::new();
+    let mut n = 0usize;
+    let mut rec = |data: &mut Vec<u8>, typ: &str, uri: &str, to: Option<usize>, block: &[u8]| {
+        let to = to
+            .map(|t| format!("WARC-Concurrent-To: <urn:uuid:00000000-0000-0000-0000-{t:012}>\r\n"))
+            .unwrap_or_default();
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: {typ}\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-{n:012}>\r\n\
+             WARC-Date: 2024-05-06T07:08:09Z\r\nWARC-Target-URI: {uri}\r\n{to}\
+             Content-Type: application/http; msgtype={typ}\r\nContent-Length: {}\r\n\r\n",
+            block.len()
+        );
+        data.extend_from_slice(head.as_bytes());
+        data.extend_from_slice(block);
+        data.extend_from_slice(b"\r\n\r\n");
+        n += 1;
+        n - 1
+    };
+    for i in 0..60 {
+        let uri = format!("http://example.com/p{}?i={i}", i % 7);
+        let body = format!("page {i} {}", "x".repeat(i * 13 % 101));
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let post = i % 4 == 1;
+        let request = if post {
+            format!(
+                "POST /p HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 9\r\n\r\nq=item{:03}",
+                i % 1000
+            )
+        } else {
+            "GET /p HTTP/1.1\r\nHost: example.com\r\n\r\n".to_string()
+        };
+        if i % 3 == 0 {
+            // Heritrix: the response, then its request.
+            let a = rec(&mut data, "response", &uri, None, response.as_bytes());
+            rec(&mut data, "request", &uri, Some(a), request.as_bytes());
+        } else {
+            // Wget: the request, then its response.
+            let a = rec(&mut data, "request", &uri, None, request.as_bytes());
+            rec(&mut data, "response", &uri, Some(a), response.as_bytes());
+        }
+    }
+    std::fs::write(&file, &data).unwrap();
+    let trace = dir.path().join("trace");
+    let index = |jobs: &str, chunk: usize| {
+        run(bin()
+            .args(["index", "--all", "-j", jobs])
+            .arg(&file)
+            .env("WARCHEST_PLAIN_CHUNK", chunk.to_string())
+            .env("WARCHEST_PLAIN_TRACE", &trace))
+    };
+    let one = index("1", 1000);
+    assert_eq!(one.0, 0, "{}", one.2);
+    let text = String::from_utf8_lossy(&one.1).into_owned();
+    assert_eq!(text.lines().count(), 120);
+    // 15 POST pairs: both records keyed by the request's body.
+    assert_eq!(text.matches("__wb_method=post&").count(), 30, "{text}");
+    for chunk in [150, 311, 450, 777, 1200, 2900, 7000] {
+        let two = index("2", chunk);
+        assert_eq!((two.0, &two.2), (0, &one.2), "chunk {chunk}");
+        assert!(two.1 == one.1, "chunk {chunk}: stdout differs");
+    }
+    // Only a cut through one of the 15 POST pairs sends the read after it
+    // back to one thread (through each of the 45 GET pairs, none does).
+    let t = traces(&trace);
+    assert_eq!(t.len(), 7, "{t:?}");
+    for [_, used, _, runs] in &t {
+        assert!(*runs <= 15 && *used > 3 * runs, "{t:?}");
+    }
+}
