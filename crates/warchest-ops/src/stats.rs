@@ -227,6 +227,34 @@ impl Stats {
         Ok(())
     }
 
+    /// Whether [`Stats::merge`] of `part`, records counted from empty
+    /// statistics (a chunk of a file counted on its own thread), gives what
+    /// counting the same records on from these gives. It does unless a
+    /// table would pass [`Stats::max_keys`] within the merge (or did in
+    /// `part`): which keys then go to [`OTHER_KEY`] depends on the order
+    /// the records came in, which a table does not keep. A table already
+    /// full takes every new key as [`OTHER_KEY`] either way.
+    pub fn merges_as_read(&self, part: &Stats) -> bool {
+        let m = self.max_keys;
+        [
+            (&self.by_type, &part.by_type),
+            (&self.by_mime, &part.by_mime),
+            (&self.by_status, &part.by_status),
+            (&self.by_host, &part.by_host),
+        ]
+        .into_iter()
+        .all(|(mine, theirs)| {
+            if theirs.contains_key(OTHER_KEY) || theirs.len() > m {
+                return false;
+            }
+            if mine.len() >= m {
+                return true;
+            }
+            let new = theirs.keys().filter(|k| !mine.contains_key(*k)).count();
+            mine.len() + new <= m
+        })
+    }
+
     /// Adds the counts of `other` (statistics of other files).
     pub fn merge(&mut self, other: &Stats) {
         self.files += other.files;
@@ -335,5 +363,53 @@ mod tests {
         assert_eq!(s.by_host.len(), 3);
         assert_eq!(s.by_host[OTHER_KEY].records, 2);
         assert!(s.by_type.keys().all(|k| k.len() <= MAX_KEY_LEN));
+    }
+
+    /// Records counted in two parts and merged give the counts of one
+    /// read wherever `merges_as_read` says so, at a bound of a few keys.
+    #[test]
+    fn parts_merge_as_one_read_where_they_may() {
+        let hosts = ["a", "b", "c", "d", "e"];
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let (mut merged, mut refused) = (0, 0);
+        for _ in 0..2000 {
+            let len = 1 + next(10) as usize;
+            let recs: Vec<RecordFacts> = (0..len)
+                .map(|_| {
+                    facts(
+                        "response",
+                        Some("text/html"),
+                        Some(200),
+                        Some(hosts[next(5) as usize]),
+                        3,
+                    )
+                })
+                .collect();
+            let cut = next(len as u64 + 1) as usize;
+            let bound = 1 + next(4) as usize;
+            let fresh = || Stats {
+                max_keys: bound,
+                ..Stats::new()
+            };
+            let mut whole = fresh();
+            recs.iter().for_each(|r| whole.add(r));
+            let (mut total, mut part) = (fresh(), fresh());
+            recs[..cut].iter().for_each(|r| total.add(r));
+            recs[cut..].iter().for_each(|r| part.add(r));
+            if total.merges_as_read(&part) {
+                total.merge(&part);
+                assert_eq!(total, whole, "{recs:?} cut {cut} bound {bound}");
+                merged += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(merged > 500 && refused > 100, "{merged} {refused}");
     }
 }

@@ -450,3 +450,42 @@ fn request_and_response_pairs_index_the_same_across_cuts() {
         assert!(*runs <= 15 && *used > 3 * runs, "{t:?}");
     }
 }
+
+/// `stats --json -j 2` gives `-j 1`'s stdout, stderr and exit status on
+/// every plain fixture (an uncompressed WARC file counted in chunks, the
+/// tables merged as one read fills them), and on a gzip one (its members
+/// decoded on the threads); chunked reads ran and were used.
+#[test]
+fn every_plain_fixture_counts_the_same_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let mut files = plain_fixtures(dir.path());
+    files.push(super::common::fixture("pywb/example.warc.gz"));
+    let stats = |f: &Path, jobs: &str| {
+        run(bin()
+            .args(["-w", "stats", "--json", "-j", jobs])
+            .arg(f)
+            .env("WARCHEST_PLAIN_CHUNK", "499")
+            .env("WARCHEST_PLAIN_TRACE", &trace))
+    };
+    let mut records = 0;
+    for f in &files {
+        let one = stats(f, "1");
+        let two = stats(f, "2");
+        assert_eq!((two.0, &two.2), (one.0, &one.2), "{}", f.display());
+        assert!(
+            two.1 == one.1,
+            "{}: stdout differs:\n{}\n---\n{}",
+            f.display(),
+            String::from_utf8_lossy(&one.1),
+            String::from_utf8_lossy(&two.1)
+        );
+        records += String::from_utf8_lossy(&one.1)
+            .matches("\"records\"")
+            .count();
+    }
+    assert!(records >= 200, "{records} counts");
+    let t = traces(&trace);
+    assert!(t.len() >= 30, "{} chunked reads", t.len());
+    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+}
