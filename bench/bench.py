@@ -117,6 +117,11 @@ def rows(files, have_harness, have_peers):
     # command on every core).
     pidx = lambda j: [w, "index", "--format", "cdxj", "-j", j, plain]  # noqa: E731
     out.append(("plain index cdxj -j 2", pidx("2"), "index -j 1", pidx("1"), 0.8))
+    # stats on the threads left over: chunks of a plain file, a gzip
+    # file's members decoded ahead (no target: figures only).
+    for kind, f in (("plain", plain), ("gzip ", gz)):
+        st = lambda j, f=f: [w, "stats", "-j", j, f]  # noqa: E731
+        out.append((f"{kind} stats -j 2", st("2"), "stats -j 1", st("1"), None))
     out.append(("gzip validate -j 2", [w, "validate", "-j", "2", gz], "check -j 2", [w, "check", "-j", "2", gz], 1.0))
     out.append(("gzip validate -j 1", [w, "validate", "-j", "1", gz], "check -j 1", [w, "check", "-j", "1", gz], None))
     # Issue 11's rows for the other codecs (targets met there).
