@@ -37,6 +37,7 @@ use warchest::codec::{Decoder, DecoderOptions, Source};
 use warchest::error::{Error, Result};
 use warchest::warc::{ReaderOptions, Version};
 
+mod ahead;
 mod arc;
 mod container;
 mod cross;
@@ -526,7 +527,11 @@ impl Validator {
         sink: &mut dyn FnMut(Finding),
     ) -> Result<FileSummary> {
         self.validate_with(name, sink, |dopts| {
-            Ok((Decoder::new(container::Observed::new(input), dopts), false))
+            Ok((
+                Decoder::new(container::Observed::new(input), dopts),
+                false,
+                None,
+            ))
         })
     }
 
@@ -575,9 +580,15 @@ impl Validator {
     }
 }
 
-/// A decoder over a file to validate, and whether it inflates on threads
-/// (the parallel member decoder) rather than on the reading one.
-type Opened<R> = (Decoder<container::Observed<R>>, bool);
+/// A decoder over a file to validate, whether it inflates on threads (the
+/// parallel member decoder) rather than on the reading one, and, for an
+/// uncompressed local file read on more than one thread, the file read at
+/// offsets (its records hashed ahead: [`ahead`]).
+type Opened<R> = (
+    Decoder<container::Observed<R>>,
+    bool,
+    Option<std::sync::Arc<dyn warchest::io::ReadAt>>,
+);
 
 /// Reads one file and validates it.
 fn run_file<R: Read>(
@@ -589,7 +600,7 @@ fn run_file<R: Read>(
 ) -> Result<()> {
     let mut ropts = ReaderOptions::lenient().file(name);
     ropts.limits = opts.limits;
-    let (mut src, decoded_on_threads) = open(ropts.decoder.clone())?;
+    let (mut src, decoded_on_threads, plain) = open(ropts.decoder.clone())?;
     let first = src.fill_buf()?;
     let mut format = Format::sniff(first).unwrap_or(Format::Warc);
     // An ARC file that lost its version block starts with a record's
@@ -624,8 +635,24 @@ fn run_file<R: Read>(
             // more: the hand-over, its wake-ups and the headers read on
             // another core (docs/performance-history.md, "Round twelve").
             let threads = opts.threads();
-            let checking_thread = threads > 2 || (threads == 2 && !decoded_on_threads);
-            warc::validate_file(&mut reader, checking_thread, opts, index, out)
+            // With two, a plain file's second core hashes ahead (below):
+            // the rules are judged on the reading thread.
+            let checking_thread =
+                threads > 2 || (threads == 2 && !decoded_on_threads && plain.is_none());
+            // An uncompressed file's records are hashed ahead on a thread
+            // of their own, the reading thread hashing only those it
+            // reaches first (see `ahead`).
+            let Some(plain) = plain else {
+                return warc::validate_file(&mut reader, checking_thread, opts, index, None, out);
+            };
+            let ahead = ahead::Ahead::default();
+            std::thread::scope(|scope| {
+                scope.spawn(|| ahead.walk(plain, name, opts.limits));
+                // Stopped however the reading ends (the scope waits for
+                // the walker).
+                let _stop = ahead::StopOnDrop(&ahead);
+                warc::validate_file(&mut reader, checking_thread, opts, index, Some(&ahead), out)
+            })
         }
     }
 }
@@ -634,10 +661,10 @@ fn run_file<R: Read>(
 /// `threads` threads (the reading one among them; the zstd frame walker, which must see every stored byte, has
 /// nothing to watch there); any other file is read in order, as a stream.
 fn open_file(mut f: File, threads: usize, mut dopts: DecoderOptions) -> Result<Opened<File>> {
-    let mut magic = [0u8; 2];
+    let mut magic = [0u8; MAGIC];
     let n = warchest::io::read_up_to(&mut f, &mut magic)?;
     f.seek(SeekFrom::Start(0))?;
-    if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
+    if threads > 1 && n >= 2 && magic[..2] == [0x1f, 0x8b] {
         // Decoded as `check` decodes (`threads` jobs in flight and a
         // pool of `threads - 1`): with `threads - 1` (half the jobs in
         // flight on 2 cores) the reading thread ran more of the inflate
@@ -656,9 +683,29 @@ fn open_file(mut f: File, threads: usize, mut dopts: DecoderOptions) -> Result<O
         return Ok((
             Decoder::new_seekable_threaded(src, Some(shared), dopts)?,
             true,
+            None,
         ));
     }
-    Ok((Decoder::new(container::Observed::new(f), dopts), false))
+    let plain = if threads > 1 && uncompressed(&magic[..n]) {
+        let shared: std::sync::Arc<dyn warchest::io::ReadAt> = std::sync::Arc::new(f.try_clone()?);
+        Some(shared)
+    } else {
+        None
+    };
+    Ok((
+        Decoder::new(container::Observed::new(f), dopts),
+        false,
+        plain,
+    ))
+}
+
+/// Bytes looked at to tell a compressed file.
+const MAGIC: usize = 16;
+
+/// Whether a file starting with `magic` is not compressed in any codec
+/// the decoder knows.
+fn uncompressed(magic: &[u8]) -> bool {
+    !magic.is_empty() && warchest::codec::Codec::sniff(magic).is_none()
 }
 
 /// [`open_file`] for a [`warchest::io::ReadAt`] source.
@@ -668,19 +715,29 @@ fn open_read_at(
     threads: usize,
     mut dopts: DecoderOptions,
 ) -> Result<Opened<warchest::io::AtCursor>> {
-    let mut magic = [0u8; 2];
+    let mut magic = [0u8; MAGIC];
     let mut cur = warchest::io::AtCursor::new(std::sync::Arc::clone(&src), name, 0);
     let n = warchest::io::read_up_to(&mut cur, &mut magic)?;
     cur.seek(SeekFrom::Start(0))?;
-    if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
+    if threads > 1 && n >= 2 && magic[..2] == [0x1f, 0x8b] {
         // As for a file (see there): decoded as `check` decodes, the
         // jobs hashing each member's block.
         dopts.threads = threads;
         dopts.member_digests = true;
         let obs = container::Observed::unwatched(cur);
-        return Ok((Decoder::new_seekable_shared(obs, Some(src), dopts)?, true));
+        return Ok((
+            Decoder::new_seekable_shared(obs, Some(src), dopts)?,
+            true,
+            None,
+        ));
     }
-    Ok((Decoder::new(container::Observed::new(cur), dopts), false))
+    // Not hashed ahead: a second reader of every byte of an object in a
+    // store would fetch it twice.
+    Ok((
+        Decoder::new(container::Observed::new(cur), dopts),
+        false,
+        None,
+    ))
 }
 
 /// Validates `paths` together and returns every finding. A file that cannot

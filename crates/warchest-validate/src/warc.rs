@@ -327,6 +327,7 @@ pub(crate) fn validate_file<R: Read>(
     checking_thread: bool,
     opts: &Options,
     index: &mut cross::Index,
+    ahead: Option<&crate::ahead::Ahead>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let unknown_format = match reader.as_warc() {
@@ -357,7 +358,7 @@ pub(crate) fn validate_file<R: Read>(
             group: Group::default(),
             spare: Spare::default(),
         };
-        let read = read_records(reader, &opts.limits, &mut tally, &mut hand, out);
+        let read = read_records(reader, &opts.limits, &mut tally, &mut hand, ahead, out);
         let Handover { sink, back, .. } = hand;
         let records = match sink {
             Sink::Inline(w) => w.finish(unknown_format),
@@ -388,7 +389,7 @@ pub(crate) fn validate_file<R: Read>(
                 group: Group::default(),
                 spare: Spare::default(),
             };
-            let read = read_records(reader, &opts.limits, &mut tally, &mut hand, out);
+            let read = read_records(reader, &opts.limits, &mut tally, &mut hand, ahead, out);
             let Handover { sink, back, .. } = hand;
             drop(sink);
             for batch in back {
@@ -589,6 +590,7 @@ fn read_records<R: Read>(
     limits: &warchest::Limits,
     tally: &mut container::Tally,
     hand: &mut Handover<'_>,
+    ahead: Option<&crate::ahead::Ahead>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let stop = |hand: &mut Handover<'_>, e: Error, warnings: Vec<Warning>, out: &mut Out<'_>| {
@@ -632,6 +634,11 @@ fn read_records<R: Read>(
         // A member the decoder's jobs inflated comes with its block's
         // SHA-1s, computed there (see `open_file`).
         checker.use_job_digests(&started.header, &rec);
+        // A record of an uncompressed file may come with its SHA-1s,
+        // computed ahead on another thread (see `ahead`).
+        if let Some(a) = ahead.filter(|_| loc.codec == Codec::None) {
+            checker.use_file_digests(&started.header, loc.header_len, a.take(loc.offset).as_ref());
+        }
         let mut probe = BlockProbe::for_header(&started.header, probe_bytes);
         let read = {
             let mut block = rec.block();

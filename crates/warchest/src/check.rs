@@ -167,6 +167,25 @@ pub struct Checker {
     /// SHA-1s a decoding job computed over this block ([`MemberDigests`]),
     /// used when the whole block comes in the first piece.
     pre: Option<MemberDigests>,
+    /// `pre` stands for the block however many pieces it comes in
+    /// ([`Checker::use_file_digests`]).
+    spans: bool,
+    /// Which streams `pre` completed at the first piece, so that the
+    /// pieces after it are not hashed into them; and the block length
+    /// they cover.
+    ahead: Ahead,
+}
+
+/// The streams a block's SHA-1s computed ahead completed
+/// ([`Checker::use_file_digests`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ahead {
+    /// None: every piece is hashed here.
+    None,
+    /// The block's (of this many bytes).
+    Block(u64),
+    /// The block's and the HTTP body's.
+    BlockAndBody(u64),
 }
 
 impl Checker {
@@ -227,6 +246,8 @@ impl Checker {
             len: 0,
             spare,
             pre: None,
+            spans: false,
+            ahead: Ahead::None,
         }
     }
 
@@ -249,6 +270,23 @@ impl Checker {
             .cloned();
     }
 
+    /// [`Checker::use_member_digests`] for SHA-1s computed ahead over a
+    /// record of an uncompressed file ([`MemberDigests::of`] over the
+    /// record's stored bytes, read at its offset by another thread): they
+    /// stand for the block whatever pieces it is then fed in, since they
+    /// are of the same bytes of the same file. Should fewer bytes be fed
+    /// than they cover (the file cut short while it was read), the
+    /// digests they stood for are reported invalid, not computed.
+    pub fn use_file_digests(
+        &mut self,
+        h: &WarcHeader,
+        block_start: u64,
+        pre: Option<&MemberDigests>,
+    ) {
+        self.use_member_digests(h, block_start, pre);
+        self.spans = self.pre.is_some();
+    }
+
     /// [`Checker::use_member_digests`] with what `rec`'s source holds
     /// ([`Source::member_digests`]), when `rec` starts the member it is
     /// in; `h` is `rec`'s header (or a copy of it).
@@ -262,40 +300,69 @@ impl Checker {
 
     /// Feeds the next block bytes.
     pub fn update(&mut self, buf: &[u8]) {
-        // A job's SHA-1s stand for hashing `buf` when it is the whole block.
+        // A job's SHA-1s stand for hashing `buf` when it is the whole block
+        // (or, computed ahead over a file's bytes, for all its pieces).
         let len = buf.len() as u64;
+        let first = self.len == 0;
         let pre = self
             .pre
             .take()
-            .filter(|p| self.len == 0 && p.block_len == len);
+            .filter(|p| first && (p.block_len == len || self.spans));
+        let covers = pre.as_ref().map_or(0, |p| p.block_len);
         self.len += len;
+        // A later piece of a block whose SHA-1s came ahead: only what they
+        // did not complete is hashed.
+        let done = self.ahead;
         // The usual HTTP record: block and payload SHA-1 side by side, from
         // the piece in which the head ends (often the whole block) on.
         if let (Some(BlockHash::Sha1(a)), PayloadCheck::Http(_, http)) =
             (&mut self.block, &mut self.payload)
         {
-            match (http.feed(buf), pre) {
+            let body_at = http.feed(buf);
+            if done != Ahead::None {
+                if let (Some(k), Some(b), Ahead::Block(_)) = (body_at, http.sha1_body(), done) {
+                    b.update(&buf[k..]);
+                }
+                return;
+            }
+            match (body_at, pre) {
                 (Some(k), pre) => match (http.sha1_body(), pre) {
                     (Some(b), Some(p)) => {
                         *a = p.block;
                         // The job's body starts where the head parsed
                         // here ends, or else the body is hashed here.
                         match p.body {
-                            Some((at, s)) if at == k => *b = s,
-                            _ => b.update(&buf[k..]),
+                            Some((at, s)) if at == k => {
+                                *b = s;
+                                self.ahead = Ahead::BlockAndBody(covers);
+                            }
+                            _ => {
+                                b.update(&buf[k..]);
+                                self.ahead = Ahead::Block(covers);
+                            }
                         }
                     }
                     (Some(b), None) => Sha1Stream::update_two(a, buf, b, &buf[k..]),
-                    (None, Some(p)) => *a = p.block,
+                    (None, Some(p)) => {
+                        *a = p.block;
+                        self.ahead = Ahead::Block(covers);
+                    }
                     (None, None) => a.update(buf),
                 },
-                (None, Some(p)) => *a = p.block,
+                (None, Some(p)) => {
+                    *a = p.block;
+                    self.ahead = Ahead::Block(covers);
+                }
                 (None, None) => a.update(buf),
             }
             return;
         }
         match (&mut self.block, pre) {
-            (Some(BlockHash::Sha1(a)), Some(p)) => *a = p.block,
+            (Some(BlockHash::Sha1(a)), Some(p)) => {
+                *a = p.block;
+                self.ahead = Ahead::Block(covers);
+            }
+            (Some(_), _) if done != Ahead::None => {}
             (Some(h), _) => h.update(buf),
             (None, _) => {}
         }
@@ -328,8 +395,20 @@ impl Checker {
     pub fn finish_with_spare(self) -> (RecordCheck, Option<HttpHead>, Option<HttpHead>) {
         let mut head = None;
         let mut spare = self.spare;
+        // SHA-1s computed ahead over more bytes than came (the file cut
+        // short while it was read): what they stood for is not known.
+        let short = |d: &Digest| DigestStatus::Invalid {
+            recorded: d.as_str().to_string(),
+            computed: "not computed: the block ended before the bytes hashed ahead".to_string(),
+        };
+        let (block_short, body_short) = match self.ahead {
+            Ahead::Block(n) => (n != self.len, false),
+            Ahead::BlockAndBody(n) => (n != self.len, n != self.len),
+            Ahead::None => (false, false),
+        };
         let block_out = self.block.map(BlockHash::finalize);
         let block = match (self.block_rec, &block_out) {
+            (Recorded::Check(d), Some(_)) if block_short => short(&d),
             (Recorded::Check(d), Some(out)) => compare(&d, out),
             (Recorded::Status(s), _) => s,
             (Recorded::Check(_), None) => DigestStatus::Absent,
@@ -341,6 +420,7 @@ impl Checker {
                 PayloadCheck::Block(d, h) => compare(&d, &h.finalize()),
                 // Only made when the block is hashed with this algorithm.
                 PayloadCheck::SameAsBlock(d) => match &block_out {
+                    Some(_) if block_short => short(&d),
                     Some(out) => compare(&d, out),
                     None => DigestStatus::Absent,
                 },
@@ -349,6 +429,7 @@ impl Checker {
                     head = h;
                     spare = left;
                     match digests.check(&d) {
+                        _ if body_short => short(&d),
                         PayloadMatch::Payload => DigestStatus::Valid,
                         PayloadMatch::RawChunked => DigestStatus::ValidRawChunked,
                         _ => compare(&d, &digests.payload),
@@ -424,9 +505,10 @@ impl MemberDigests {
     /// The SHA-1s of `member`'s block, when `member` is one WARC record
     /// (version line, header, block, `\r\n\r\n`) whose header names a
     /// SHA-1 digest; `None` for anything else (the reading thread then
-    /// hashes as usual).
-    #[cfg_attr(not(feature = "parallel"), allow(dead_code))]
-    pub(crate) fn of(member: &[u8]) -> Option<MemberDigests> {
+    /// hashes as usual). Also the stored bytes of one record of an
+    /// uncompressed file, hashed ahead of the thread reading it
+    /// ([`Checker::use_file_digests`]).
+    pub fn of(member: &[u8]) -> Option<MemberDigests> {
         if !member.starts_with(b"WARC/") || !member.ends_with(b"\r\n\r\n") {
             return None;
         }

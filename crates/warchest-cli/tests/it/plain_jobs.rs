@@ -489,3 +489,85 @@ fn every_plain_fixture_counts_the_same_on_two_threads() {
     assert!(t.len() >= 30, "{} chunked reads", t.len());
     assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
 }
+
+/// `validate -j 2` of an uncompressed file, its records hashed ahead on
+/// another thread (the reader hashing those it reaches first), gives
+/// `-j 1`'s findings, counts and exit status on every plain fixture, and
+/// on a made file of 3,000 records whose digests are right, wrong or
+/// over a chunked body, read while the walker is still hashing.
+#[test]
+fn every_plain_fixture_validates_the_same_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = plain_fixtures(dir.path());
+    let made = dir.path().join("digests.warc");
+    let sha1 = |b: &[u8]| {
+        let mut h = warchest::digest::Hasher::new(warchest::digest::Algorithm::Sha1);
+        h.update(b);
+        format!(
+            "sha1:{}",
+            warchest::digest::Encoding::Base32.encode(&h.finalize())
+        )
+    };
+    let mut data = Vec::new();
+    for i in 0..3000usize {
+        let body: Vec<u8> = (0..(i * 37 % 4000))
+            .map(|k| b'a' + (k % 26) as u8)
+            .collect();
+        let block = if i % 5 == 3 {
+            let mut b = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            b.extend(format!("{:x}\r\n", body.len()).bytes());
+            b.extend(&body);
+            b.extend(b"\r\n0\r\n\r\n");
+            b
+        } else {
+            [
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n".as_slice(),
+                &body,
+            ]
+            .concat()
+        };
+        let block_digest = if i % 97 == 5 {
+            sha1(b"no")
+        } else {
+            sha1(&block)
+        };
+        let payload_digest = if i % 89 == 7 {
+            sha1(b"no")
+        } else {
+            sha1(&body)
+        };
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-{i:012}>\r\n\
+             WARC-Date: 2024-05-06T07:08:09Z\r\nWARC-Target-URI: http://example.com/{i}\r\n\
+             Content-Type: application/http; msgtype=response\r\nWARC-Block-Digest: {block_digest}\r\n\
+             WARC-Payload-Digest: {payload_digest}\r\nContent-Length: {}\r\n\r\n",
+            block.len()
+        );
+        data.extend(head.as_bytes());
+        data.extend(&block);
+        data.extend(b"\r\n\r\n");
+    }
+    std::fs::write(&made, &data).unwrap();
+    files.push(made.clone());
+    let validate = |f: &Path, jobs: &str| run(bin().args(["validate", "-j", jobs]).arg(f));
+    let mut failed = 0;
+    for f in &files {
+        let one = validate(f, "1");
+        let two = validate(f, "2");
+        assert_eq!((two.0, &two.2), (one.0, &one.2), "{}", f.display());
+        assert!(
+            two.1 == one.1,
+            "{}: stdout differs:\n{}\n---\n{}",
+            f.display(),
+            String::from_utf8_lossy(&one.1),
+            String::from_utf8_lossy(&two.1)
+        );
+        failed += usize::from(one.0 != 0);
+    }
+    assert!(failed >= 5, "{failed} files with errors");
+    // The made file's wrong digests are found: 31 blocks, 34 payloads.
+    let (_, out, _) = validate(&made, "2");
+    let out = String::from_utf8_lossy(&out);
+    assert_eq!(out.matches("WARC-Block-Digest").count(), 31, "{out}");
+    assert_eq!(out.matches("WARC-Payload-Digest").count(), 34, "{out}");
+}
