@@ -135,6 +135,22 @@ pub trait Tally: Sync {
     fn flush(&self, _sum: &mut Self::Sum, _out: &mut Vec<u8>) {}
 }
 
+/// Warnings gathered as a read reaches them.
+impl Report for std::cell::RefCell<Vec<Warning>> {
+    fn warnings(&self, _: &str, warnings: &[Warning]) {
+        self.borrow_mut().extend_from_slice(warnings);
+    }
+}
+
+/// Warnings counted (the first kept) as a read reaches them.
+impl Report for std::cell::RefCell<crate::recoveries::Recoveries> {
+    fn warnings(&self, name: &str, warnings: &[Warning]) {
+        if !warnings.is_empty() {
+            self.borrow_mut().add_all(name, warnings);
+        }
+    }
+}
+
 /// [`Lines`] as a [`Tally`] with no counts.
 struct NoSum<'a, L>(&'a L);
 
@@ -703,7 +719,12 @@ fn run<L: Tally>(
         shared.changed.notify_all();
         r
     });
-    (result, trace)
+    // What the counts hold back goes out last, or before the error (the
+    // records it stands for were read before it).
+    let mut held = Vec::new();
+    lines.flush(sum, &mut held);
+    let wrote = out.write_all(&held).map_err(BoxError::from);
+    (result.and_then(|n| wrote.map(|()| n)), trace)
 }
 
 /// A worker: takes the next chunk when it is within the window, reads it,
@@ -791,38 +812,10 @@ impl<M: Default> Fetch<'_, M> {
 }
 
 /// Writes the chunks' lines where they are verified and reads sequentially
-/// where they are not; the records written.
+/// where they are not; the records written. What `sum` holds back at the
+/// end is left there.
 #[allow(clippy::too_many_arguments)]
 fn merge<L: Tally>(
-    g: &dyn Report,
-    name: &str,
-    origin: &Origin<'_>,
-    lines: &L,
-    opts: &ReaderOptions,
-    shared: &Shared<L::Sum>,
-    count: usize,
-    window: usize,
-    range: &dyn Fn(usize) -> (u64, u64),
-    out: &mut dyn Write,
-    sum: &mut L::Sum,
-    trace: &mut Trace,
-) -> Result<u64, BoxError> {
-    let r = merge_held(
-        g, name, origin, lines, opts, shared, count, window, range, out, sum, trace,
-    );
-    // What the counts hold back goes out last, or before the error (the
-    // records it stands for were read before it).
-    let mut held = Vec::new();
-    lines.flush(sum, &mut held);
-    let wrote = out.write_all(&held);
-    let records = r?;
-    wrote?;
-    Ok(records)
-}
-
-/// [`merge`], leaving what `sum` holds back at the end there.
-#[allow(clippy::too_many_arguments)]
-fn merge_held<L: Tally>(
     g: &dyn Report,
     name: &str,
     origin: &Origin<'_>,

@@ -393,7 +393,7 @@ fn index_into(
                     indexer: &indexer,
                     encoder,
                 };
-                let noted = Noted(std::cell::RefCell::new(&mut warnings));
+                let noted = std::cell::RefCell::new(std::mem::take(&mut warnings));
                 let mut part = Part::default();
                 let mut out = Sink::new(sink);
                 let (r, trace) = warchest::chunks::read_tally(
@@ -407,6 +407,7 @@ fn index_into(
                     &mut part,
                 );
                 input::write_trace(&trace);
+                warnings = noted.into_inner();
                 entries = part.entries;
                 unparsed = part.unparsed;
                 // The entries before an error are kept, as read in order.
@@ -508,17 +509,6 @@ impl warchest::chunks::Tally for ChunkIndex<'_> {
             *entries += 1;
             Ok(())
         });
-    }
-}
-
-/// A chunked read's recoveries, gathered as a read in order gathers them.
-struct Noted<'a>(std::cell::RefCell<&'a mut Recoveries>);
-
-impl warchest::chunks::Report for Noted<'_> {
-    fn warnings(&self, name: &str, warnings: &[warchest::Warning]) {
-        if !warnings.is_empty() {
-            self.0.borrow_mut().add_all(name, warnings);
-        }
     }
 }
 

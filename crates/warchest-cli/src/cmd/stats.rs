@@ -107,7 +107,7 @@ fn count_on_threads(
     match crate::input::chunked(name, threads, &opts)? {
         crate::input::Chunked::Chunks(c) => {
             let tally = Counter { limits, bar };
-            let noted = Noted(std::cell::RefCell::new(warnings));
+            let noted = std::cell::RefCell::new(std::mem::take(warnings));
             let mut part = Stats::new();
             let (r, trace) = chunks::read_tally(
                 &noted,
@@ -120,6 +120,7 @@ fn count_on_threads(
                 &mut part,
             );
             crate::input::write_trace(&trace);
+            *warnings = noted.into_inner();
             s.merge(&part);
             r.map_err(|e| anyhow::anyhow!(e))?;
         }
@@ -138,15 +139,6 @@ fn count_on_threads(
         }),
     }
     Ok(())
-}
-
-/// A chunked read's recoveries, gathered as a read in order gathers them.
-struct Noted<'a>(std::cell::RefCell<&'a mut Vec<warchest::Warning>>);
-
-impl warchest::chunks::Report for Noted<'_> {
-    fn warnings(&self, _: &str, warnings: &[warchest::Warning]) {
-        self.0.borrow_mut().extend_from_slice(warnings);
-    }
 }
 
 /// `stats`' work on the records of a chunk: each counted.

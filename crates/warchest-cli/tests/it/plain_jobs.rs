@@ -83,6 +83,27 @@ fn traces(trace: &Path) -> Vec<[u64; 4]> {
         .collect()
 }
 
+/// Runs `cmd(file, jobs)` at `-j 1` and `-j 2` and asserts the same exit
+/// status, stderr and stdout (`what` names the run in messages); returns
+/// `-j 1`'s run.
+fn same_on_two_threads(
+    f: &Path,
+    what: &str,
+    cmd: impl Fn(&Path, &str) -> (i32, Vec<u8>, String),
+) -> (i32, Vec<u8>, String) {
+    let one = cmd(f, "1");
+    let two = cmd(f, "2");
+    assert_eq!((two.0, &two.2), (one.0, &one.2), "{} {what}", f.display());
+    assert!(
+        two.1 == one.1,
+        "{} {what}: stdout differs:\n{}\n---\n{}",
+        f.display(),
+        String::from_utf8_lossy(&one.1),
+        String::from_utf8_lossy(&two.1)
+    );
+    one
+}
+
 /// Every uncompressed fixture, and every gzip one decompressed into `dir`
 /// (what decompresses of a damaged one).
 fn plain_fixtures(dir: &Path) -> Vec<PathBuf> {
@@ -292,21 +313,7 @@ fn every_plain_fixture_checks_the_same_on_two_threads() {
             if json && i % 3 != 0 {
                 continue;
             }
-            let one = check(f, json, "1");
-            let two = check(f, json, "2");
-            assert_eq!(
-                (two.0, &two.2),
-                (one.0, &one.2),
-                "{} json {json}",
-                f.display()
-            );
-            assert!(
-                two.1 == one.1,
-                "{} json {json}: stdout differs:\n{}\n---\n{}",
-                f.display(),
-                String::from_utf8_lossy(&one.1),
-                String::from_utf8_lossy(&two.1)
-            );
+            let one = same_on_two_threads(f, &format!("json {json}"), |f, j| check(f, json, j));
             failed += usize::from(one.0 == 1);
         }
     }
@@ -343,21 +350,7 @@ fn every_plain_fixture_indexes_the_same_on_two_threads() {
             if cdx && i % 3 != 0 {
                 continue;
             }
-            let one = index(f, cdx, "1");
-            let two = index(f, cdx, "2");
-            assert_eq!(
-                (two.0, &two.2),
-                (one.0, &one.2),
-                "{} cdx {cdx}",
-                f.display()
-            );
-            assert!(
-                two.1 == one.1,
-                "{} cdx {cdx}: stdout differs:\n{}\n---\n{}",
-                f.display(),
-                String::from_utf8_lossy(&one.1),
-                String::from_utf8_lossy(&two.1)
-            );
+            let one = same_on_two_threads(f, &format!("cdx {cdx}"), |f, j| index(f, cdx, j));
             posts += String::from_utf8_lossy(&one.1)
                 .matches("__wb_method=post")
                 .count();
@@ -470,16 +463,7 @@ fn every_plain_fixture_counts_the_same_on_two_threads() {
     };
     let mut records = 0;
     for f in &files {
-        let one = stats(f, "1");
-        let two = stats(f, "2");
-        assert_eq!((two.0, &two.2), (one.0, &one.2), "{}", f.display());
-        assert!(
-            two.1 == one.1,
-            "{}: stdout differs:\n{}\n---\n{}",
-            f.display(),
-            String::from_utf8_lossy(&one.1),
-            String::from_utf8_lossy(&two.1)
-        );
+        let one = same_on_two_threads(f, "stats", stats);
         records += String::from_utf8_lossy(&one.1)
             .matches("\"records\"")
             .count();
@@ -552,16 +536,7 @@ fn every_plain_fixture_validates_the_same_on_two_threads() {
     let validate = |f: &Path, jobs: &str| run(bin().args(["validate", "-j", jobs]).arg(f));
     let mut failed = 0;
     for f in &files {
-        let one = validate(f, "1");
-        let two = validate(f, "2");
-        assert_eq!((two.0, &two.2), (one.0, &one.2), "{}", f.display());
-        assert!(
-            two.1 == one.1,
-            "{}: stdout differs:\n{}\n---\n{}",
-            f.display(),
-            String::from_utf8_lossy(&one.1),
-            String::from_utf8_lossy(&two.1)
-        );
+        let one = same_on_two_threads(f, "validate", validate);
         failed += usize::from(one.0 != 0);
     }
     assert!(failed >= 5, "{failed} files with errors");
