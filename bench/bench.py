@@ -124,6 +124,10 @@ def rows(files, have_harness, have_peers):
         out.append((f"{kind} stats -j 2", st("2"), "stats -j 1", st("1"), None))
     out.append(("gzip validate -j 2", [w, "validate", "-j", "2", gz], "check -j 2", [w, "check", "-j", "2", gz], 1.0))
     out.append(("gzip validate -j 1", [w, "validate", "-j", "1", gz], "check -j 1", [w, "check", "-j", "1", gz], None))
+    # A plain file: records read in order, their digests computed ahead on
+    # the other core (docs/validation.md, "Speed"); figures only.
+    out.append(("plain validate -j 2", [w, "validate", "-j", "2", plain], "check -j 2", [w, "check", "-j", "2", plain], None))
+    out.append(("plain validate -j 2", [w, "validate", "-j", "2", plain], "validate -j 1", [w, "validate", "-j", "1", plain], None))
     # Issue 11's rows for the other codecs (targets met there).
     for codec in ("zstd", "lz4"):
         if codec in files:
