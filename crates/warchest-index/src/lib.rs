@@ -421,7 +421,7 @@ impl Indexer {
     /// record ended (its stored length).
     ///
     /// Records read from a place inside a file (a chunk read on its own
-    /// thread) start from an empty `carry`; [`Carry::continues`] tells
+    /// thread) start from an empty `carry`; [`Indexer::continues`] tells
     /// whether their entries are those of a read from the start.
     ///
     /// # Errors
