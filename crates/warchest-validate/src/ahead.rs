@@ -18,13 +18,14 @@
 //! checks header length and Content-Length against them).
 
 use std::collections::VecDeque;
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use warchest::archive::{Format, Reader};
 use warchest::check::MemberDigests;
 use warchest::codec::{Codec, Decoder, DecoderOptions};
-use warchest::io::ReadAt;
+use warchest::io::{AtCursor, ReadAt};
 use warchest::warc::ReaderOptions;
 
 /// Records whose digests wait for the reader, at most.
@@ -119,7 +120,8 @@ impl Ahead {
                 continue;
             };
             buf.resize(len as usize, 0);
-            if read_exact_at(&*src, &mut buf, loc.offset).is_err() {
+            let mut at = AtCursor::new(Arc::clone(&src), name, loc.offset);
+            if at.read_exact(&mut buf).is_err() {
                 continue;
             }
             let Some(d) = MemberDigests::of(&buf) else {
@@ -141,20 +143,6 @@ impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.stop();
     }
-}
-
-/// Fills `buf` from `src` at `offset`.
-fn read_exact_at(src: &dyn ReadAt, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    let mut n = 0;
-    while n < buf.len() {
-        match src.read_at(&mut buf[n..], offset + n as u64) {
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
