@@ -59,6 +59,9 @@ impl Ahead {
     pub(crate) fn take(&self, offset: u64) -> Option<MemberDigests> {
         self.reader_at.fetch_max(offset, Ordering::Relaxed);
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        // Only a full queue can have the walker waiting: a wake-up is a
+        // system call, not to be paid on every record.
+        let full = q.len() >= QUEUE;
         while q.front().is_some_and(|(at, _)| *at < offset) {
             q.pop_front();
         }
@@ -66,8 +69,11 @@ impl Ahead {
             Some((at, _)) if *at == offset => q.pop_front().map(|(_, d)| d),
             _ => None,
         };
+        let room = full && q.len() < QUEUE;
         drop(q);
-        self.room.notify_one();
+        if room {
+            self.room.notify_one();
+        }
         found
     }
 
@@ -121,7 +127,10 @@ impl Ahead {
             };
             buf.resize(len as usize, 0);
             let mut at = AtCursor::new(Arc::clone(&src), name, loc.offset);
-            if at.read_exact(&mut buf).is_err() {
+            // The reader may have passed it while its bytes were read.
+            if at.read_exact(&mut buf).is_err()
+                || loc.offset < self.reader_at.load(Ordering::Relaxed)
+            {
                 continue;
             }
             let Some(d) = MemberDigests::of(&buf) else {

@@ -415,7 +415,7 @@ fn index_into(
                 r?
             }
             input::Chunked::No(opened) => {
-                let mut lines = Vec::with_capacity(LINES_BUFFER + 4096);
+                let mut out = Sink::new(sink);
                 input::with_reader!(opened, reader => {
                     let mut reader = reader;
                     // A file not compressed record at a time is refused,
@@ -424,19 +424,16 @@ fn index_into(
                         &mut reader,
                         name,
                         |e| {
-                            encoder.encode(&e, &mut lines);
+                            encoder.encode(&e, &mut out.lines);
                             entries += 1;
-                            if lines.len() >= LINES_BUFFER {
-                                sink(&lines)?;
-                                lines.clear();
-                            }
+                            out.spill()?;
                             Ok(())
                         },
                         |ws| warnings.add_all(name, &ws),
                         &mut unparsed,
                     );
                     // The entries before an error are kept, as with one thread.
-                    sink(&lines)?;
+                    out.flush()?;
                     r??
                 })
             }
@@ -512,8 +509,9 @@ impl warchest::chunks::Tally for ChunkIndex<'_> {
     }
 }
 
-/// The sink as a writer, handed pieces of at least [`LINES_BUFFER`] bytes
-/// (once a spool is on disk, each piece is a system call).
+/// The sink, handed pieces of at least [`LINES_BUFFER`] bytes (once a
+/// spool is on disk, each piece is a system call): entries encoded into
+/// `lines`, then [`Sink::spill`]; or, as a writer, a chunk's lines.
 struct Sink<'a> {
     sink: &'a mut dyn FnMut(&[u8]) -> io::Result<()>,
     lines: Vec<u8>,
@@ -525,6 +523,14 @@ impl<'a> Sink<'a> {
             sink,
             lines: Vec::with_capacity(LINES_BUFFER + 4096),
         }
+    }
+
+    /// Hands the lines gathered on once they are [`LINES_BUFFER`] bytes.
+    fn spill(&mut self) -> io::Result<()> {
+        if self.lines.len() >= LINES_BUFFER {
+            self.flush()?;
+        }
+        Ok(())
     }
 }
 
