@@ -278,13 +278,13 @@ impl<R: Read> Input<R> {
 
     /// Reads plain bytes straight into `out` when nothing is buffered: a
     /// large read of a payload then costs the kernel's copy alone, not a
-    /// second one out of the buffer. A map is given up first, for good
-    /// ([`Input::unmap`]): when payloads are read, its faults cost more
-    /// than the `read` calls (docs/performance-history.md, round fourteen, plain
-    /// files). `None` when bytes are buffered, the input ended or a map
-    /// cannot be given up: the caller reads through the buffer.
+    /// second one out of the buffer. A map is kept only where its faults
+    /// cost less than that copy, and given up otherwise
+    /// ([`Input::settle_for_reads`]). `None` when the map is kept, bytes are
+    /// buffered, the input ended or a map cannot be given up: the caller
+    /// reads through the buffer (or the map).
     pub(super) fn read_direct(&mut self, out: &mut [u8]) -> crate::Result<Option<usize>> {
-        if self.map.is_some() && !self.unmap()? {
+        if self.map.is_some() && !self.settle_for_reads()? {
             return Ok(None);
         }
         if self.avail() > 0 || self.eof || out.is_empty() {
@@ -306,6 +306,26 @@ impl<R: Read> Input<R> {
         self.start = 0;
         self.end = 0;
         Ok(Some(n))
+    }
+
+    /// The caller reads payloads from here on: a map is kept when the page
+    /// cache holds the file so that the map's faults cost less than `read`
+    /// calls ([`FileMap::cheap_to_read`]), and given up for good otherwise
+    /// ([`Input::unmap`]; docs/performance-history.md, rounds fourteen and
+    /// fifteen). `true` when the map was given up.
+    pub(super) fn settle_for_reads(&mut self) -> crate::Result<bool> {
+        if self.map.as_mut().is_none_or(FileMap::cheap_to_read) {
+            return Ok(false);
+        }
+        self.unmap()
+    }
+
+    /// Sets what [`Input::settle_for_reads`] finds of a map (tests).
+    #[cfg(all(test, target_os = "linux", feature = "mmap"))]
+    pub(super) fn set_map_cheap(&mut self, cheap: bool) {
+        if let Some(map) = self.map.as_mut() {
+            map.set_cheap(cheap);
+        }
     }
 
     /// Serves the rest of a mapped file through the buffer: the reader is

@@ -87,6 +87,36 @@ mod imp {
     /// How many consumed bytes a map keeps mapped before handing them back.
     const RELEASE_STEP: usize = 8 << 20;
 
+    /// The bytes [`FileMap::cheap_to_read`] touches, in the file's middle.
+    const PROBE: usize = 1 << 20;
+
+    /// Files shorter than this are read with `read` calls once payloads are
+    /// read: their middle is still inside the first readahead windows of a
+    /// file read back from disk, which the page cache holds in small pages
+    /// (see [`FileMap::cheap_to_read`]).
+    const PROBE_MIN_LEN: usize = 32 << 20;
+
+    /// At most this many faults for the [`PROBE`] bytes (256 KiB or more a
+    /// fault) make the map the cheaper way to read payloads: 64 KiB a
+    /// fault, the kernel's fault-around, gives 16.
+    const CHEAP_FAULTS: u64 = 4;
+
+    /// Page faults of the calling thread so far (minor and major).
+    fn thread_faults() -> Option<u64> {
+        // SAFETY: a zeroed `rusage` is a valid value; the call only writes
+        // the struct given.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
+                return None;
+            }
+            ru
+        };
+        let minor = u64::try_from(ru.ru_minflt).ok()?;
+        let major = u64::try_from(ru.ru_majflt).ok()?;
+        Some(minor.saturating_add(major))
+    }
+
     /// Maps live at once; past this, files are read through the buffer.
     const SLOTS: usize = 64;
 
@@ -218,6 +248,8 @@ mod imp {
         file: File,
         /// Bytes below this were handed back to the kernel ([`FileMap::release`]).
         released: usize,
+        /// [`FileMap::cheap_to_read`]'s answer, once measured.
+        cheap: Option<bool>,
     }
 
     // SAFETY: the mapping is read-only and owned by this value alone (no
@@ -291,6 +323,7 @@ mod imp {
                 slot,
                 file,
                 released: 0,
+                cheap: None,
             })
         }
 
@@ -364,6 +397,74 @@ mod imp {
             b
         }
 
+        /// Whether payloads read through the map cost less than `read`
+        /// calls, which depends on how the page cache holds the file, not on
+        /// the code: a file read back from disk (past its first readahead
+        /// windows) is held in large folios, each mapped by one fault, and
+        /// the map's copy is then about a fifth cheaper than the kernel's;
+        /// one written in small pieces (`gzip -dc`, a 4 KiB `dd`) is held in
+        /// pages, mapped 64 KiB a fault, and the map costs about a fifth
+        /// more (docs/performance-history.md, round fifteen). Told apart by
+        /// counting this thread's faults while one byte of each page of a
+        /// MiB in the file's middle is read, when that MiB is in the page
+        /// cache ([`CHEAP_FAULTS`]); files under [`PROBE_MIN_LEN`], and a
+        /// middle not cached, get `false`. Measured once: the pages touched
+        /// are read later by a reader going through the file anyway.
+        pub(in super::super) fn cheap_to_read(&mut self) -> bool {
+            if let Some(cheap) = self.cheap {
+                return cheap;
+            }
+            let cheap = self.probe().is_some_and(|faults| faults <= CHEAP_FAULTS);
+            self.cheap = Some(cheap);
+            cheap
+        }
+
+        /// Sets [`FileMap::cheap_to_read`]'s answer (tests of both ways).
+        #[cfg(test)]
+        pub(in super::super) fn set_cheap(&mut self, cheap: bool) {
+            self.cheap = Some(cheap);
+        }
+
+        /// The faults of reading a byte of each page of the [`PROBE`]
+        /// bytes in the file's middle; `None` when the file is under
+        /// [`PROBE_MIN_LEN`], those bytes are not all in the page cache, or
+        /// the faults cannot be counted.
+        pub(in super::super) fn probe(&self) -> Option<u64> {
+            let page = PAGE.load(Ordering::Relaxed);
+            if self.len < PROBE_MIN_LEN || page > PROBE {
+                return None;
+            }
+            // In bounds: `at <= len / 2` and `len / 2 >= PROBE`.
+            let at = (self.len / 2) & !(PROBE - 1);
+            let pages = PROBE / page;
+            let mut cached = vec![0u8; pages];
+            // SAFETY: `at..at + PROBE` lies within our mapping (see above),
+            // `at` is page-aligned (a multiple of `PROBE`, itself a multiple
+            // of the page size) as is `ptr`; `cached` has one byte for each
+            // of its pages.
+            let known = unsafe {
+                libc::mincore(
+                    self.ptr.cast::<u8>().add(at).cast(),
+                    PROBE,
+                    cached.as_mut_ptr().cast(),
+                )
+            } == 0;
+            if !known || cached.iter().any(|&b| b & 1 == 0) {
+                return None;
+            }
+            let before = thread_faults()?;
+            for i in 0..pages {
+                // SAFETY: a byte inside our live read-only mapping (as for
+                // `mincore`); volatile, so that the read, and its fault,
+                // happen. A page past the end of a file that shrank faults
+                // into the handler, as any read of the map would.
+                unsafe {
+                    std::ptr::read_volatile(self.ptr.cast::<u8>().add(at + i * page));
+                }
+            }
+            Some(thread_faults()?.saturating_sub(before))
+        }
+
         /// Bytes handed back so far (for tests).
         #[cfg(test)]
         pub(in super::super) fn released(&self) -> usize {
@@ -418,6 +519,36 @@ mod imp {
             self.slot.used.store(false, Ordering::Release);
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// The probe reads the pages it counts (a fresh map faults), counts
+        /// only this thread's faults of them (none once they are mapped),
+        /// and leaves small files to `read` calls.
+        #[test]
+        fn the_probe_counts_the_faults_of_a_mib_in_the_middle() {
+            let dir = tempfile::tempdir().unwrap();
+            let small = dir.path().join("small");
+            std::fs::write(&small, vec![7u8; PROBE_MIN_LEN - 1]).unwrap();
+            let mut m = FileMap::new(&File::open(&small).unwrap()).unwrap();
+            assert_eq!(m.probe(), None);
+            assert!(!m.cheap_to_read());
+
+            let big = dir.path().join("big");
+            std::fs::write(&big, vec![7u8; PROBE_MIN_LEN + PROBE]).unwrap();
+            let mut m = FileMap::new(&File::open(&big).unwrap()).unwrap();
+            // Just written, so in the page cache.
+            let first = m.probe().expect("a cached middle is probed");
+            assert!((1..=(PROBE / 4096) as u64).contains(&first), "{first}");
+            assert_eq!(m.probe(), Some(0));
+            // The answer is the probe's (no fault now), kept once given.
+            assert!(m.cheap_to_read());
+            m.set_cheap(false);
+            assert!(!m.cheap_to_read());
+        }
+    }
 }
 
 #[cfg(not(all(target_os = "linux", feature = "mmap")))]
@@ -446,6 +577,10 @@ mod off {
         }
 
         pub(in super::super) fn release(&mut self, _below: usize) {
+            match *self {}
+        }
+
+        pub(in super::super) fn cheap_to_read(&mut self) -> bool {
             match *self {}
         }
 

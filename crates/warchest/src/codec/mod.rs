@@ -170,11 +170,13 @@ pub trait Source {
 
     /// Tells the source that its caller reads payloads whole from here on,
     /// each into a buffer of its own (as a Python loop does): a plain file
-    /// served from a memory map is then read with `read` calls. Once every
-    /// page is touched, a map costs from a fifth less to a fifth more than
-    /// those calls, by how the page cache holds the file; the calls' worst
-    /// case is the milder (docs/performance-history.md, round fifteen). What is
-    /// read does not change.
+    /// served from a memory map is then read with `read` calls, unless the
+    /// page cache holds it so that the map is the cheaper. Once every page
+    /// is touched, a map costs from a fifth less to a fifth more than those
+    /// calls, by how the page cache holds the file
+    /// (docs/performance-history.md, round fifteen), which the source
+    /// measures once by the faults of a MiB of the file. What is read does
+    /// not change.
     /// `true` when the source changed how it reads; the default does
     /// nothing.
     ///
