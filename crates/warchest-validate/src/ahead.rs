@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use warchest::archive::{Format, Reader};
 use warchest::check::MemberDigests;
@@ -44,34 +45,80 @@ const GAP: u64 = 4 << 20;
 /// The digests computed ahead, shared by the walker and the reader.
 #[derive(Default)]
 pub(crate) struct Ahead {
-    /// (record offset, its digests), in file order.
-    queue: Mutex<VecDeque<(u64, MemberDigests)>>,
+    queue: Mutex<Queue>,
     /// The queue has room again.
     room: Condvar,
-    /// Where the reader is: records before it are skipped.
+    /// The walker is done with the record the reader waits for.
+    ready: Condvar,
+    /// One past the offset of the record the reader is at (0 before its
+    /// first): records before it are left to the reader.
     reader_at: AtomicU64,
+    /// The reader waits for the record the walker is hashing
+    /// ([`Ahead::ready`]); changed under the lock.
+    waiting: AtomicBool,
     stop: AtomicBool,
 }
 
+/// What the walker and the reader share under the lock.
+#[derive(Default)]
+struct Queue {
+    /// (record offset, its digests), in file order.
+    done: VecDeque<(u64, MemberDigests)>,
+    /// The record the walker is reading and hashing now.
+    busy: Option<u64>,
+}
+
+/// The longest the reader waits for the record the walker is hashing
+/// before it hashes the record itself (a bound, not a figure ever met:
+/// the walker's largest record is [`MAX_RECORD`]).
+const WAIT: Duration = Duration::from_secs(2);
+
 impl Ahead {
     /// The digests of the record at `offset`, if the walker got there
-    /// first; the reader is at `offset` from now on.
+    /// first; the reader is at `offset` from now on. When the walker is
+    /// hashing that very record, the reader waits for it rather than hash
+    /// it a second time: the walker started first, so it ends first, and
+    /// its next record tells it to skip ahead ([`GAP`]). Without the wait,
+    /// each time the reader caught up with the walker, the record between
+    /// them (most often a large one: they hold most of the time) was
+    /// hashed by both, half again the hashing of the file.
     pub(crate) fn take(&self, offset: u64) -> Option<MemberDigests> {
-        self.reader_at.fetch_max(offset, Ordering::Relaxed);
+        self.reader_at
+            .fetch_max(offset.saturating_add(1), Ordering::Relaxed);
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         // Only a full queue can have the walker waiting: a wake-up is a
         // system call, not to be paid on every record.
-        let full = q.len() >= QUEUE;
-        while q.front().is_some_and(|(at, _)| *at < offset) {
-            q.pop_front();
+        let full = q.done.len() >= QUEUE;
+        while q.done.front().is_some_and(|(at, _)| *at < offset) {
+            q.done.pop_front();
         }
-        let found = match q.front() {
-            Some((at, _)) if *at == offset => q.pop_front().map(|(_, d)| d),
+        if q.done.front().is_none_or(|(at, _)| *at != offset) && q.busy == Some(offset) {
+            // Every record before the one waited for was popped: a walker
+            // waiting for room must hear of it before the wait.
+            if full && q.done.len() < QUEUE {
+                self.room.notify_one();
+            }
+            let until = Instant::now() + WAIT;
+            self.waiting.store(true, Ordering::Relaxed);
+            while q.busy == Some(offset) && !self.stop.load(Ordering::Relaxed) {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                q = match self.ready.wait_timeout(q, left) {
+                    Ok((q, _)) => q,
+                    Err(e) => e.into_inner().0,
+                };
+            }
+            self.waiting.store(false, Ordering::Relaxed);
+        }
+        // The walker may have filled the queue while the reader waited.
+        let full = full || q.done.len() >= QUEUE;
+        let found = match q.done.front() {
+            Some((at, _)) if *at == offset => q.done.pop_front().map(|(_, d)| d),
             _ => None,
         };
-        let room = full && q.len() < QUEUE;
-        drop(q);
-        if room {
+        if full && q.done.len() < QUEUE {
             self.room.notify_one();
         }
         found
@@ -82,6 +129,18 @@ impl Ahead {
         self.stop.store(true, Ordering::Relaxed);
         let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         self.room.notify_all();
+        self.ready.notify_all();
+    }
+
+    /// The walker is done with the record at `busy` (hashed or not);
+    /// `true` when the reader waits for it.
+    fn leave(&self, q: &mut Queue) -> bool {
+        q.busy = None;
+        let waiting = self.waiting.load(Ordering::Relaxed);
+        if waiting {
+            self.ready.notify_one();
+        }
+        waiting
     }
 
     /// Walks the uncompressed WARC file `src` (`name` in messages) from its
@@ -125,22 +184,38 @@ impl Ahead {
             let Some(len) = len.filter(|&n| wanted && n <= MAX_RECORD) else {
                 continue;
             };
+            {
+                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                // Checked under the lock: a reader that got here first
+                // hashes the record itself, one that comes later waits.
+                if loc.offset < self.reader_at.load(Ordering::Relaxed) {
+                    continue;
+                }
+                q.busy = Some(loc.offset);
+            }
             buf.resize(len as usize, 0);
             let mut at = AtCursor::new(Arc::clone(&src), name, loc.offset);
-            // The reader may have passed it while its bytes were read.
-            if at.read_exact(&mut buf).is_err()
-                || loc.offset < self.reader_at.load(Ordering::Relaxed)
-            {
-                continue;
-            }
-            let Some(d) = MemberDigests::of(&buf) else {
-                continue;
-            };
+            // Hashed when the reader waits for it or has not got to it
+            // (it may have while the bytes were read, and not waited).
+            let wanted = at.read_exact(&mut buf).is_ok()
+                && (self.waiting.load(Ordering::Relaxed)
+                    || loc.offset >= self.reader_at.load(Ordering::Relaxed));
+            let digests = wanted.then(|| MemberDigests::of(&buf)).flatten();
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            while q.len() >= QUEUE && !self.stop.load(Ordering::Relaxed) {
-                q = self.room.wait(q).unwrap_or_else(|e| e.into_inner());
+            if let Some(d) = digests {
+                // The reader pops every record before the one it waits
+                // for, so a full queue never holds a waiting reader.
+                while q.done.len() >= QUEUE && !self.stop.load(Ordering::Relaxed) {
+                    q = self.room.wait(q).unwrap_or_else(|e| e.into_inner());
+                }
+                q.done.push_back((loc.offset, d));
             }
-            q.push_back((loc.offset, d));
+            // The reader caught up: it hashes the next few MiB, the walker
+            // the records past them (else the two would go on in step, the
+            // reader waiting for each record).
+            if self.leave(&mut q) {
+                skip_to = skip_to.max(loc.offset.saturating_add(GAP));
+            }
         }
     }
 }
@@ -345,6 +420,131 @@ mod tests {
             );
             assert!(results[3].0.starts_with("Invalid") && results[4].1.starts_with("Invalid"));
         }
+    }
+
+    /// A file in memory whose read of one record's bytes, whole, waits
+    /// until the test opens it.
+    struct Gated {
+        data: Vec<u8>,
+        at: u64,
+        /// (the read is waiting, the gate is open)
+        state: Mutex<(bool, bool)>,
+        changed: Condvar,
+    }
+
+    impl ReadAt for Gated {
+        fn read_at(&self, buf: &mut [u8], pos: u64) -> std::io::Result<usize> {
+            if pos == self.at {
+                let mut s = self.state.lock().unwrap();
+                s.0 = true;
+                self.changed.notify_all();
+                while !s.1 {
+                    s = self.changed.wait(s).unwrap();
+                }
+            }
+            Mem(self.data.clone()).read_at(buf, pos)
+        }
+
+        fn size(&self) -> std::io::Result<u64> {
+            Ok(self.data.len() as u64)
+        }
+    }
+
+    /// Waits, a bounded time, until `f` holds.
+    fn until(what: &str, f: impl Fn() -> bool) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !f() {
+            assert!(Instant::now() < end, "{what}: not within 10 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The reader at the record the walker is hashing waits for the
+    /// walker's digests instead of hashing the record a second time.
+    #[test]
+    fn the_reader_waits_for_the_record_the_walker_is_hashing() {
+        let data = records();
+        let mut reader = Reader::new(data.as_slice()).unwrap();
+        let mut offsets = Vec::new();
+        while let Some(rec) = reader.next_record().unwrap() {
+            offsets.push(rec.location().offset);
+        }
+        // The file is read whole by the walker's first read, so only the
+        // read of this record's own bytes comes at its offset.
+        let at = offsets[2];
+        assert!(at > 0 && data.len() < BUFFER);
+        let src = Arc::new(Gated {
+            data: data.clone(),
+            at,
+            state: Mutex::new((false, false)),
+            changed: Condvar::new(),
+        });
+        let ahead = Arc::new(Ahead::default());
+        let walker = {
+            let (ahead, src) = (Arc::clone(&ahead), Arc::clone(&src));
+            std::thread::spawn(move || ahead.walk(src, "t.warc", warchest::Limits::default()))
+        };
+        until("the walker reads the record", || {
+            src.state.lock().unwrap().0
+        });
+        let taker = {
+            let ahead = Arc::clone(&ahead);
+            std::thread::spawn(move || ahead.take(at))
+        };
+        until("the reader waits", || ahead.waiting.load(Ordering::Relaxed));
+        {
+            let mut s = src.state.lock().unwrap();
+            s.1 = true;
+            src.changed.notify_all();
+        }
+        let got = taker.join().unwrap();
+        assert!(
+            got.is_some(),
+            "the reader got no digests: it would hash the record again"
+        );
+        ahead.stop();
+        walker.join().unwrap();
+    }
+
+    /// A walker waiting for room in a full queue is woken by the reader's
+    /// taking the first record, and the record it held comes with its
+    /// digests.
+    #[test]
+    fn the_reader_makes_room_for_a_walker_that_waits() {
+        let all = records();
+        let first_len = {
+            let mut r = Reader::new(all.as_slice()).unwrap();
+            let _ = r.next_record().unwrap().unwrap();
+            r.next_record().unwrap().unwrap().location().offset as usize
+        };
+        let first = all[..first_len].to_vec();
+        let data: Vec<u8> = first.repeat(QUEUE + 6);
+        let offsets: Vec<u64> = (0..QUEUE as u64 + 6)
+            .map(|i| i * first.len() as u64)
+            .collect();
+        let src: Arc<dyn ReadAt> = Arc::new(Mem(data));
+        let ahead = Arc::new(Ahead::default());
+        let walker = {
+            let ahead = Arc::clone(&ahead);
+            std::thread::spawn(move || ahead.walk(src, "t.warc", warchest::Limits::default()))
+        };
+        until(
+            "the queue fills and the walker waits with the next record",
+            || {
+                let q = ahead.queue.lock().unwrap();
+                q.done.len() == QUEUE && q.busy == Some(offsets[QUEUE])
+            },
+        );
+        // The queued records and the one the walker holds (records after
+        // it may be reached by the reader first).
+        let start = Instant::now();
+        for &at in &offsets[..=QUEUE] {
+            assert!(ahead.take(at).is_some(), "record at {at}: no digests");
+        }
+        // No wait ran into its bound (each would take WAIT).
+        assert!(start.elapsed() < WAIT, "{:?}", start.elapsed());
+        ahead.stop();
+        walker.join().unwrap();
     }
 
     #[test]
