@@ -611,13 +611,6 @@ mod carry {
     /// two records of a pair continues: pairing them changes no entry.
     #[test]
     fn a_get_pair_cut_in_two_continues() {
-        let spec = [
-            (0, 0, None, false),
-            (1, 0, Some(0), false),
-            (0, 1, None, false),
-            (1, 1, Some(0), false),
-        ];
-        let data = crawl(&spec);
         let ix = Indexer::new(
             "f.warc",
             IndexOptions {
@@ -625,37 +618,36 @@ mod carry {
                 ..IndexOptions::default()
             },
         );
-        let mut total = Carry::default();
-        part(&ix, &data, 0..1, &mut total);
-        let mut next = Carry::default();
-        part(&ix, &data, 1..4, &mut next);
-        assert!(ix.continues(&total, &next));
+        // Whether the records of `spec` after the first continue the part
+        // that holds the first.
+        let cut_after_first = |spec: &[(u8, u8, Option<u8>, bool)]| {
+            let data = crawl(spec);
+            let mut total = Carry::default();
+            part(&ix, &data, 0..1, &mut total);
+            let mut next = Carry::default();
+            part(&ix, &data, 1..spec.len(), &mut next);
+            ix.continues(&total, &next)
+        };
+        assert!(cut_after_first(&[
+            (0, 0, None, false),
+            (1, 0, Some(0), false),
+            (0, 1, None, false),
+            (1, 1, Some(0), false),
+        ]));
         // The same cut through a POST pair does not.
-        let spec = [
+        assert!(!cut_after_first(&[
             (0, 0, None, true),
             (1, 0, Some(0), false),
             (0, 1, None, false),
-        ];
-        let data = crawl(&spec);
-        let mut total = Carry::default();
-        part(&ix, &data, 0..1, &mut total);
-        let mut next = Carry::default();
-        part(&ix, &data, 1..3, &mut next);
-        assert!(!ix.continues(&total, &next));
+        ]));
         // Nor one where the chunk paired the response with the next
         // request (a POST), which a read from the start gives its own
         // response.
-        let spec = [
+        assert!(!cut_after_first(&[
             (0, 0, None, false),
             (1, 0, Some(0), false),
             (0, 0, Some(0), true),
             (1, 0, Some(0), false),
-        ];
-        let data = crawl(&spec);
-        let mut total = Carry::default();
-        part(&ix, &data, 0..1, &mut total);
-        let mut next = Carry::default();
-        part(&ix, &data, 1..4, &mut next);
-        assert!(!ix.continues(&total, &next));
+        ]));
     }
 }

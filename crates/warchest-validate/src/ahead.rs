@@ -9,11 +9,13 @@
 //! the same file at offsets, reads each record's stored bytes whole and
 //! hashes them ([`MemberDigests::of`]); the reading thread takes the
 //! digests of the record it is at ([`Ahead::take`]) and hashes only what
-//! came without them. Neither waits for the other: a record the walker
-//! has not reached is hashed by the reader, and a walker found behind the
-//! reader skips a few MiB past it ([`GAP`]), so the two share the hashing
-//! whatever their speeds and no record is hashed twice. The digests are of the file's own bytes at the record's
-//! offset, so they hold however the reader's buffer cuts the block
+//! came without them. A record the walker has not reached is hashed by
+//! the reader, and a walker found behind the reader skips a few MiB past
+//! it ([`GAP`]), so the two share the hashing whatever their speeds; the
+//! one wait is the reader's for the record the walker is hashing when the
+//! reader gets to it, after which the walker skips ahead the same way, so
+//! no record is hashed twice. The digests are of the file's own bytes at
+//! the record's offset, so they hold however the reader's buffer cuts the block
 //! ([`Checker::use_file_digests`](warchest::check::Checker::use_file_digests)
 //! checks header length and Content-Length against them).
 
@@ -36,9 +38,9 @@ const QUEUE: usize = 64;
 const MAX_RECORD: u64 = 8 << 20;
 /// The walker's read buffer: it seeks past each block.
 const BUFFER: usize = 64 << 10;
-/// Found behind the reader, the walker skips this far past it: the reader
-/// hashes the records in between, the walker those after, and no record
-/// is hashed twice (a walker that went on at the reader's heels hashed
+/// Found behind the reader, or done with a record the reader waited for,
+/// the walker skips this far past it: the reader hashes the records in
+/// between, the walker those after, and no record is hashed twice (a walker that went on at the reader's heels hashed
 /// each record as the reader did: 1.6 times the CPU for no time saved).
 const GAP: u64 = 4 << 20;
 
@@ -94,10 +96,8 @@ impl Ahead {
         }
         if q.done.front().is_none_or(|(at, _)| *at != offset) && q.busy == Some(offset) {
             // Every record before the one waited for was popped: a walker
-            // waiting for room must hear of it before the wait.
-            if full && q.done.len() < QUEUE {
-                self.room.notify_one();
-            }
+            // waiting for room to queue it must hear of it first.
+            self.made_room(full, &q);
             let until = Instant::now() + WAIT;
             self.waiting.store(true, Ordering::Relaxed);
             while q.busy == Some(offset) && !self.stop.load(Ordering::Relaxed) {
@@ -118,10 +118,16 @@ impl Ahead {
             Some((at, _)) if *at == offset => q.done.pop_front().map(|(_, d)| d),
             _ => None,
         };
-        if full && q.done.len() < QUEUE {
+        self.made_room(full, &q);
+        found
+    }
+
+    /// Wakes a walker waiting for room when the queue, full before, has
+    /// room now.
+    fn made_room(&self, was_full: bool, q: &Queue) {
+        if was_full && q.done.len() < QUEUE {
             self.room.notify_one();
         }
-        found
     }
 
     /// Tells the walker to stop (the reader is done).
@@ -197,14 +203,14 @@ impl Ahead {
             let mut at = AtCursor::new(Arc::clone(&src), name, loc.offset);
             // Hashed when the reader waits for it or has not got to it
             // (it may have while the bytes were read, and not waited).
-            let wanted = at.read_exact(&mut buf).is_ok()
+            let hash = at.read_exact(&mut buf).is_ok()
                 && (self.waiting.load(Ordering::Relaxed)
                     || loc.offset >= self.reader_at.load(Ordering::Relaxed));
-            let digests = wanted.then(|| MemberDigests::of(&buf)).flatten();
+            let digests = hash.then(|| MemberDigests::of(&buf)).flatten();
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(d) = digests {
-                // The reader pops every record before the one it waits
-                // for, so a full queue never holds a waiting reader.
+                // A reader waiting for this record has popped every one
+                // before it and woken the walker (`Ahead::made_room`).
                 while q.done.len() >= QUEUE && !self.stop.load(Ordering::Relaxed) {
                     q = self.room.wait(q).unwrap_or_else(|e| e.into_inner());
                 }
@@ -425,7 +431,7 @@ mod tests {
     /// A file in memory whose read of one record's bytes, whole, waits
     /// until the test opens it.
     struct Gated {
-        data: Vec<u8>,
+        data: Mem,
         at: u64,
         /// (the read is waiting, the gate is open)
         state: Mutex<(bool, bool)>,
@@ -442,11 +448,11 @@ mod tests {
                     s = self.changed.wait(s).unwrap();
                 }
             }
-            Mem(self.data.clone()).read_at(buf, pos)
+            self.data.read_at(buf, pos)
         }
 
         fn size(&self) -> std::io::Result<u64> {
-            Ok(self.data.len() as u64)
+            self.data.size()
         }
     }
 
@@ -474,7 +480,7 @@ mod tests {
         let at = offsets[2];
         assert!(at > 0 && data.len() < BUFFER);
         let src = Arc::new(Gated {
-            data: data.clone(),
+            data: Mem(data.clone()),
             at,
             state: Mutex::new((false, false)),
             changed: Condvar::new(),

@@ -83,6 +83,14 @@ fn traces(trace: &Path) -> Vec<[u64; 4]> {
         .collect()
 }
 
+/// Asserts that the runs traced to `trace` read files in chunks: 30 or
+/// more chunked reads, one of them using five chunks or more.
+fn read_in_chunks(trace: &Path) {
+    let t = traces(trace);
+    assert!(t.len() >= 30, "{} chunked reads", t.len());
+    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+}
+
 /// Runs `cmd(file, jobs)` at `-j 1` and `-j 2` and asserts the same exit
 /// status, stderr and stdout (`what` names the run in messages); returns
 /// `-j 1`'s run.
@@ -320,9 +328,7 @@ fn every_plain_fixture_checks_the_same_on_two_threads() {
     // Some files fail their check (the comparison covers failures), and
     // the WARC files were checked in chunks, some of them used.
     assert!(failed >= 5, "{failed} failed checks");
-    let t = traces(&trace);
-    assert!(t.len() >= 30, "{} chunked reads", t.len());
-    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+    read_in_chunks(&trace);
 }
 
 /// `index -j 2` gives `-j 1`'s stdout, stderr and exit status on every
@@ -357,9 +363,7 @@ fn every_plain_fixture_indexes_the_same_on_two_threads() {
         }
     }
     assert!(posts >= 4, "{posts} POST keys");
-    let t = traces(&trace);
-    assert!(t.len() >= 30, "{} chunked reads", t.len());
-    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+    read_in_chunks(&trace);
 }
 
 /// A crawl of request and response pairs (Wget's order and Heritrix's),
@@ -469,9 +473,7 @@ fn every_plain_fixture_counts_the_same_on_two_threads() {
             .count();
     }
     assert!(records >= 200, "{records} counts");
-    let t = traces(&trace);
-    assert!(t.len() >= 30, "{} chunked reads", t.len());
-    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+    read_in_chunks(&trace);
 }
 
 /// `validate -j 2` of an uncompressed file, its records hashed ahead on

@@ -429,7 +429,7 @@ mod imp {
         /// bytes in the file's middle; `None` when the file is under
         /// [`PROBE_MIN_LEN`], those bytes are not all in the page cache, or
         /// the faults cannot be counted.
-        pub(in super::super) fn probe(&self) -> Option<u64> {
+        fn probe(&self) -> Option<u64> {
             let page = PAGE.load(Ordering::Relaxed);
             if self.len < PROBE_MIN_LEN || page > PROBE {
                 return None;
