@@ -633,11 +633,16 @@ impl Decoder<std::fs::File> {
         let par_file = par_file.map(|f| Arc::new(f) as Arc<dyn ReadAt>);
         let mut d = Decoder::new_seekable_shared(file, par_file, opts)?;
         // A plain file read from its start is served from a memory map (the
-        // `mmap` feature): compressed files keep the buffer, which their
-        // codecs consume anyway, and their jobs inflate from the map.
+        // `mmap` feature). So is a compressed one decoded on this thread
+        // where the page cache makes the map's faults cheaper than the
+        // copies of `read` calls and of moving the buffer's unread tail
+        // ([`FileMap::cheap_to_read`]; docs/performance-history.md, round
+        // twenty-one); otherwise its codec reads through the buffer and,
+        // decoded on threads, its jobs inflate from the map.
         let at = d.start_offset;
-        if let Some(map) = map {
-            let plain = d.input.inner_origin == at
+        if let Some(mut map) = map {
+            let here = d.input.inner_origin == at;
+            let plain = here
                 && usize::try_from(at).is_ok_and(|i| {
                     let b = map.bytes();
                     Codec::sniff(
@@ -646,7 +651,7 @@ impl Decoder<std::fs::File> {
                     )
                     .is_none()
                 });
-            if plain {
+            if plain || (here && d.par.is_none() && map.cheap_to_read()) {
                 d.input.use_map(map, at);
             } else if let Some(p) = d.par.as_mut() {
                 p.set_map(map);
@@ -792,6 +797,8 @@ impl<R: Read> Decoder<R> {
 
     /// Records a recovery (lenient) or fails (strict).
     fn problem(&mut self, kind: WarningKind, offset: u64, message: String) -> crate::Result<()> {
+        // As in `Cx::problem`.
+        self.input.check_map_size()?;
         self.report.problem(self.codec, kind, offset, message)
     }
 
@@ -813,6 +820,8 @@ impl<R: Read> Decoder<R> {
 
     /// The input ended inside the current member.
     fn truncated(&mut self, what: &str) -> crate::Result<()> {
+        // As in `Cx::problem`, before a strict reader fails.
+        self.input.check_map_size()?;
         if self.report.lenient
             && let Some(next) = self.whole_members_inside()
         {
@@ -874,6 +883,8 @@ impl<R: Read> Decoder<R> {
     /// The current member is corrupt: fail (strict), or end it and find the
     /// next member start after its first byte (lenient).
     fn damaged(&mut self, what: &str) -> crate::Result<()> {
+        // As in `Cx::problem`, before a strict reader fails.
+        self.input.check_map_size()?;
         let seen = self.input.pos();
         let start = self.member_offset;
         if !self.report.lenient {
@@ -1197,7 +1208,8 @@ impl<R: Read> Source for Decoder<R> {
     }
 
     fn prefer_reads(&mut self) -> crate::Result<bool> {
-        // Only a plain file is mapped (`Decoder::new_file`).
+        // A compressed file is only mapped where the map is the cheaper way
+        // (`Decoder::new_file`): it stays.
         self.input.settle_for_reads()
     }
 
@@ -2718,12 +2730,207 @@ mod tests {
 
     /// Members of a file read with `new_file`, which maps plain files.
     fn decode_file(path: &std::path::Path, o: DecoderOptions) -> (Vec<M>, bool) {
+        let (v, res, _, mapped) = decode_file_all(path, o);
+        res.unwrap();
+        (v, mapped)
+    }
+
+    /// [`decode_file`] up to an error, with the error and the warnings.
+    fn decode_file_all(
+        path: &std::path::Path,
+        o: DecoderOptions,
+    ) -> (Vec<M>, crate::Result<()>, Vec<Warning>, bool) {
         let f = std::fs::File::open(path).unwrap();
         let mut d = Decoder::new_file(f, o).unwrap();
         let mapped = d.input.is_mapped();
         let mut v = Vec::new();
-        collect(&mut d, &mut v).unwrap();
-        (v, mapped)
+        let res = collect(&mut d, &mut v);
+        let mut w = Vec::new();
+        d.drain_warnings(&mut w);
+        (v, res, w, mapped)
+    }
+
+    /// Runs `f` with every map first asked on this thread whether it is the
+    /// cheaper way to read answering `cheap`.
+    #[cfg(all(target_os = "linux", feature = "mmap"))]
+    fn maps_cheap<T>(cheap: bool, f: impl FnOnce() -> T) -> T {
+        super::super::map::CHEAP_ON_THIS_THREAD.set(Some(cheap));
+        let t = f();
+        super::super::map::CHEAP_ON_THIS_THREAD.set(None);
+        t
+    }
+
+    /// A compressed file decoded on the caller's thread is read from its
+    /// map where the map is the cheaper way, through the buffer otherwise,
+    /// and on threads its jobs have the map; damaged or not, the mapped
+    /// read gives what a reader gives: members, their ends, the error and
+    /// the warnings.
+    #[cfg(all(target_os = "linux", feature = "mmap"))]
+    #[test]
+    fn compressed_files_are_mapped_where_cheaper_and_decode_as_from_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("members.warc.gz");
+        let parts = records();
+        let file = mixed_members(&parts, |i| i % 2 == 0);
+        std::fs::write(&path, &file).unwrap();
+        for cheap in [false, true] {
+            let (_, mapped) = maps_cheap(cheap, || decode_file(&path, small(64)));
+            assert_eq!(mapped, cheap);
+        }
+        let threads = DecoderOptions {
+            threads: 2,
+            ..DecoderOptions::default()
+        };
+        let (_, mapped) = maps_cheap(true, || decode_file(&path, threads));
+        let engine = super::super::parallel::ENABLED;
+        assert_eq!(mapped, !engine, "on threads, the jobs have the map");
+        let mut seed = 7u64;
+        for round in 0..150 {
+            let mut bad = file.clone();
+            for _ in 0..round % 4 {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let at = (seed >> 33) as usize % bad.len();
+                bad[at] ^= (seed >> 20) as u8 | 1;
+            }
+            if round % 5 == 4 {
+                bad.truncate((seed >> 40) as usize % bad.len());
+            }
+            std::fs::write(&path, &bad).unwrap();
+            for o in [DecoderOptions::default(), strict(), small(64)] {
+                let (want, want_res, want_w) = decode(&bad, o.clone());
+                let (got, res, w, mapped) = maps_cheap(true, || decode_file_all(&path, o.clone()));
+                assert!(mapped || bad.is_empty(), "round {round}");
+                assert!(got == want, "round {round}: members differ");
+                assert_eq!(
+                    res.map_err(|e| e.to_string()),
+                    want_res.map_err(|e| e.to_string()),
+                    "round {round}"
+                );
+                // Where a decompressor notices damage (the messages' "at
+                // about") moves with the input it is given at once, which
+                // a map and a small buffer (grown or not) do not share.
+                let what = |w: &[Warning]| w.iter().map(|w| (w.kind, w.offset)).collect::<Vec<_>>();
+                assert_eq!(what(&w), what(&want_w), "round {round}");
+                if o.buffer_size >= bad.len() {
+                    assert_eq!(
+                        inflaters_words_out(w),
+                        inflaters_words_out(want_w),
+                        "round {round}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A compressed file read from its map that shrinks under a paused
+    /// reader is an error saying so, lenient or strict, whether the cut is
+    /// inside the window the reader checked (its bytes past the cut are
+    /// read as zeros, then the size check or the fault's flag tells) or
+    /// past it; never a crash, nor damage reported for it.
+    #[cfg(all(target_os = "linux", feature = "mmap"))]
+    #[test]
+    fn a_mapped_compressed_file_that_shrinks_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shrinking.warc.gz");
+        let mut parts = noisy_records(200, 30_000);
+        let mut seed = 1u64;
+        parts[20] = records()[0].clone();
+        parts[20].extend((0..400_000).map(|_| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            b'0' + (seed >> 58) as u8
+        }));
+        let (file, offsets) = concat(&parts, gz);
+        assert!(offsets[21] - offsets[20] > 100_000);
+        /// Where the reader pauses before the file is cut.
+        #[derive(Debug, Clone, Copy)]
+        enum Pause {
+            /// After 20 members; the file cut 200 KiB on, past the window
+            /// of a 16 KiB buffer (the size check when the window moves).
+            PastTheWindow,
+            /// Inside the large member; the file cut 100 bytes on, inside
+            /// the window (the bytes after read as zeros).
+            InsideAMember,
+            /// After a member, with 300 KB or more in the window; the file
+            /// cut inside the next member's trailer, which then reads as
+            /// zeros and would be a checksum warning.
+            BeforeATrailer,
+        }
+        for lenient in [true, false] {
+            for pause in [
+                Pause::PastTheWindow,
+                Pause::InsideAMember,
+                Pause::BeforeATrailer,
+            ] {
+                let case = format!("{lenient} {pause:?}");
+                std::fs::write(&path, &file).unwrap();
+                let f = std::fs::File::open(&path).unwrap();
+                let o = DecoderOptions {
+                    lenient,
+                    buffer_size: match pause {
+                        Pause::PastTheWindow => 16 << 10,
+                        _ => 1 << 20,
+                    },
+                    ..DecoderOptions::default()
+                };
+                let mut d = maps_cheap(true, || Decoder::new_file(f, o).unwrap());
+                assert!(d.input.is_mapped());
+                let mut read = 0;
+                while read < 20
+                    || matches!(pause, Pause::BeforeATrailer) && d.input.avail() < 300_000
+                {
+                    assert!(d.next_member().unwrap(), "{case}");
+                    read_member(&mut d).unwrap();
+                    read += 1;
+                }
+                assert_eq!(d.member_end(), Some(offsets[read]), "{case}");
+                let cut = match pause {
+                    Pause::PastTheWindow => offsets[read] + (200 << 10),
+                    Pause::InsideAMember => {
+                        assert!(d.next_member().unwrap());
+                        let n = d.fill_buf().unwrap().len();
+                        d.consume(n);
+                        d.input.pos() + 100
+                    }
+                    Pause::BeforeATrailer => offsets[read + 1] - 4,
+                };
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_len(cut)
+                    .unwrap();
+                let err = loop {
+                    let more = read_member(&mut d).and_then(|_| d.next_member());
+                    match more {
+                        Ok(true) => {}
+                        Ok(false) => panic!("{case}: read to the end"),
+                        Err(e) => break e.to_string(),
+                    }
+                };
+                let mut w = Vec::new();
+                d.drain_warnings(&mut w);
+                assert!(err.contains("shrank"), "{case}: {err}");
+                assert!(w.is_empty(), "{case}: {w:?}");
+            }
+        }
+    }
+
+    /// `warnings` with the inflater's own words taken out of their
+    /// messages: zlib-rs names the same damage differently by how much
+    /// input it was given at once ("repeated call with bad state" for a
+    /// member's whole input, "invalid distance too far back" for 83 bytes
+    /// of it), and a map gives as much as a buffer of the same size may
+    /// have grown to hold.
+    #[cfg(all(target_os = "linux", feature = "mmap"))]
+    fn inflaters_words_out(mut warnings: Vec<Warning>) -> Vec<Warning> {
+        for w in &mut warnings {
+            if let Some(rest) = w.message.strip_prefix("corrupt deflate data (")
+                && let Some((_, after)) = rest.split_once(')')
+            {
+                w.message = format!("corrupt deflate data{after}");
+            }
+        }
+        warnings
     }
 
     /// Bytes in memory read at offsets, failing from `fail_at` on; with

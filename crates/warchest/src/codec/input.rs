@@ -1,8 +1,9 @@
 //! The decoder's input: the stored bytes read from the caller's reader into
 //! one buffer, and the seeks the reader may allow. A plain file opened by
-//! path is served from a memory map instead ([`super::map`]): the window
-//! `start..end` then indexes the map, and refilling it moves its end
-//! without reading or copying anything.
+//! path is served from a memory map instead ([`super::map`]), and so is a
+//! compressed one decoded on the reading thread where the map is the
+//! cheaper way: the window `start..end` then indexes the map, and
+//! refilling it moves its end without reading or copying anything.
 
 use super::map::FileMap;
 use crate::Position;
@@ -42,7 +43,7 @@ pub(super) struct Input<R> {
     /// Stored length of the input, when known (seekable inputs): skips stop
     /// there, so a truncated record is still seen as truncated.
     pub(super) len: Option<u64>,
-    /// The file mapped (plain files opened by path): `start`, `end` index
+    /// The file mapped (see the module's documentation): `start`, `end` index
     /// it, `base` is 0 and `buf` is unused. Bytes below `end` have been
     /// checked to be inside the file.
     map: Option<FileMap>,
@@ -106,6 +107,20 @@ impl<R> Input<R> {
             Some(m) => m
                 .check()
                 .map_err(|e| crate::Error::from(e).at(Position::at(self.pos()))),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Input::check_map`], and the file's size taken again: damage, or an
+    /// end, met in a mapped file may be bytes past a new end read as zeros
+    /// before any fault was taken.
+    pub(super) fn check_map_size(&mut self) -> crate::Result<()> {
+        let at = self.pos();
+        match self.map.as_mut() {
+            Some(m) => m
+                .refresh()
+                .map(drop)
+                .map_err(|e| crate::Error::from(e).at(Position::at(at))),
             None => Ok(()),
         }
     }

@@ -1,6 +1,9 @@
-//! A read-only memory map of a plain file, so that its bytes are handed out
+//! A read-only memory map of a file, so that its bytes are handed out
 //! where the page cache holds them: no copy into a read buffer, and the
-//! pages of skipped payloads are never touched.
+//! pages of a plain file's skipped payloads are never touched. A
+//! compressed file is mapped for its jobs when decoded on threads, and
+//! for the reading thread's codec where the map is the cheaper way
+//! ([`FileMap::cheap_to_read`]).
 //!
 //! A map is only safe while the file does not shrink under it: reading a
 //! mapped page past the file's end raises SIGBUS. Two guards:
@@ -27,6 +30,8 @@
 //! [`prefetch`], a cache hint for the bytes after a skipped payload (which
 //! a map leaves cold), is here too, in every build.
 
+#[cfg(all(test, target_os = "linux", feature = "mmap"))]
+pub(super) use imp::CHEAP_ON_THIS_THREAD;
 #[cfg(all(target_os = "linux", feature = "mmap"))]
 pub(super) use imp::FileMap;
 
@@ -100,6 +105,15 @@ mod imp {
     /// fault) make the map the cheaper way to read payloads: 64 KiB a
     /// fault, the kernel's fault-around, gives 16.
     const CHEAP_FAULTS: u64 = 4;
+
+    #[cfg(test)]
+    thread_local! {
+        /// [`FileMap::cheap_to_read`]'s answer for maps first asked on this
+        /// thread, where set (tests of both ways through a decoder that
+        /// makes its own map).
+        pub(in super::super) static CHEAP_ON_THIS_THREAD: std::cell::Cell<Option<bool>> =
+            const { std::cell::Cell::new(None) };
+    }
 
     /// Page faults of the calling thread so far (minor and major).
     fn thread_faults() -> Option<u64> {
@@ -412,6 +426,11 @@ mod imp {
         /// are read later by a reader going through the file anyway.
         pub(in super::super) fn cheap_to_read(&mut self) -> bool {
             if let Some(cheap) = self.cheap {
+                return cheap;
+            }
+            #[cfg(test)]
+            if let Some(cheap) = CHEAP_ON_THIS_THREAD.get() {
+                self.cheap = Some(cheap);
                 return cheap;
             }
             let cheap = self.probe().is_some_and(|faults| faults <= CHEAP_FAULTS);

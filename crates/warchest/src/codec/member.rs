@@ -177,6 +177,9 @@ impl<R: Read> Cx<'_, R> {
     /// Records a recovery of the current member (lenient) or fails
     /// (strict), at the member's start.
     pub(super) fn problem(&mut self, kind: WarningKind, message: String) -> crate::Result<()> {
+        // A mapped file that shrank had bytes past its new end read as
+        // zeros: that is what happened, not what the codec saw.
+        self.input.check_map_size()?;
         self.report
             .problem(self.codec, kind, self.member_offset, message)
     }
