@@ -77,7 +77,7 @@
 //! | `identify` | `write::identify` (payload type sniffing with `infer`) and [`write::RotatingOptions::identify_payload_type`] | yes |
 //! | `charset` | charsets other than UTF-8 (`encoding_rs`): RFC 2047 encoded words in fields, `HttpHead::encoding` | yes |
 //! | `time` | `WarcDate::to_datetime` / `from_datetime` with `time::OffsetDateTime` ([`warc::WarcDate::to_unix_nanos`] and [`warc::WarcDate::from_unix_nanos`] need nothing) | yes |
-//! | `mmap` | plain files opened by path are read through a read-only memory map (Linux): no copy, skipped payloads never touched; a file that shrinks while read is an error. With `parallel`, the jobs of a compressed file inflate from such a map too | yes |
+//! | `mmap` | plain files opened by path are read through a read-only memory map (Linux): no copy, skipped payloads never touched; a file that shrinks while read is an error. A compressed file decoded on one thread is read from such a map where the page cache makes it cheaper than `read` calls, and with `parallel` the jobs of a compressed file inflate from one | yes |
 //! | `parallel` | [`codec::DecoderOptions::threads`]: members of one file decoded on a rayon pool; without it they are decoded on the caller's thread, with the same output | no |
 //!
 //! A digest algorithm whose feature is off is an unknown algorithm
