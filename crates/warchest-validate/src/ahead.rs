@@ -40,8 +40,9 @@ const MAX_RECORD: u64 = 8 << 20;
 const BUFFER: usize = 64 << 10;
 /// Found behind the reader, or done with a record the reader waited for,
 /// the walker skips this far past it: the reader hashes the records in
-/// between, the walker those after, and no record is hashed twice (a walker that went on at the reader's heels hashed
-/// each record as the reader did: 1.6 times the CPU for no time saved).
+/// between, the walker those after, and no record is hashed twice (a
+/// walker that went on at the reader's heels hashed each record as the
+/// reader did: 1.6 times the CPU for no time saved).
 const GAP: u64 = 4 << 20;
 
 /// The digests computed ahead, shared by the walker and the reader.

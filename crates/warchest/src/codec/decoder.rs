@@ -802,6 +802,15 @@ impl<R: Read> Decoder<R> {
         self.report.problem(self.codec, kind, offset, message)
     }
 
+    /// Fails whatever the leniency: the error that stops the decoder, or,
+    /// as in `Cx::problem`, the one of a mapped file that shrank.
+    fn fail(&mut self, offset: u64, message: String) -> crate::Error {
+        match self.input.check_map_size() {
+            Ok(()) => self.report.fail(self.codec, offset, message),
+            Err(e) => e,
+        }
+    }
+
     /// The current member's end has been seen at the current position.
     fn finish_member(&mut self) {
         self.state = State::Done;
@@ -820,8 +829,6 @@ impl<R: Read> Decoder<R> {
 
     /// The input ended inside the current member.
     fn truncated(&mut self, what: &str) -> crate::Result<()> {
-        // As in `Cx::problem`, before a strict reader fails.
-        self.input.check_map_size()?;
         if self.report.lenient
             && let Some(next) = self.whole_members_inside()
         {
@@ -883,13 +890,11 @@ impl<R: Read> Decoder<R> {
     /// The current member is corrupt: fail (strict), or end it and find the
     /// next member start after its first byte (lenient).
     fn damaged(&mut self, what: &str) -> crate::Result<()> {
-        // As in `Cx::problem`, before a strict reader fails.
-        self.input.check_map_size()?;
         let seen = self.input.pos();
         let start = self.member_offset;
         if !self.report.lenient {
             let msg = format!("{what} (stored offset {seen})");
-            return Err(self.report.fail(self.codec, start, msg));
+            return Err(self.fail(start, msg));
         }
         // Leave the member first so that compaction no longer keeps it.
         self.state = State::Done;
@@ -998,7 +1003,7 @@ impl<R: Read> Decoder<R> {
                             "the bytes at stored offset {boundary} do not start a gzip \
                              member, zstd frame or LZ4 frame"
                         );
-                        return Err(self.report.fail(self.codec, boundary, msg));
+                        return Err(self.fail(boundary, msg));
                     }
                     self.input.start += 1;
                     let found = self.seek_valid()?;
@@ -1836,13 +1841,22 @@ mod tests {
 
     /// A gzip member of one final stored block holding `data`, whole.
     fn stored_member(data: &[u8]) -> Vec<u8> {
-        let n = u16::try_from(data.len()).unwrap();
-        let mut m = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1];
-        m.extend(n.to_le_bytes());
-        m.extend((!n).to_le_bytes());
-        m.extend(data);
-        m.extend(crc32fast::hash(data).to_le_bytes());
-        m.extend((data.len() as u32).to_le_bytes());
+        stored_blocks_member(&[data])
+    }
+
+    /// A gzip member of `blocks`, each a stored block, the last final.
+    fn stored_blocks_member(blocks: &[&[u8]]) -> Vec<u8> {
+        let mut m = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+        for (i, data) in blocks.iter().enumerate() {
+            let n = u16::try_from(data.len()).unwrap();
+            m.push(u8::from(i + 1 == blocks.len()));
+            m.extend(n.to_le_bytes());
+            m.extend((!n).to_le_bytes());
+            m.extend(*data);
+        }
+        let all = blocks.concat();
+        m.extend(crc32fast::hash(&all).to_le_bytes());
+        m.extend((all.len() as u32).to_le_bytes());
         m
     }
 
@@ -2728,7 +2742,8 @@ mod tests {
         }
     }
 
-    /// Members of a file read with `new_file`, which maps plain files.
+    /// Members of a file read with `new_file`, which maps plain files (and
+    /// compressed ones where the map is the cheaper).
     fn decode_file(path: &std::path::Path, o: DecoderOptions) -> (Vec<M>, bool) {
         let (v, res, _, mapped) = decode_file_all(path, o);
         res.unwrap();
@@ -2839,7 +2854,22 @@ mod tests {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
             b'0' + (seed >> 58) as u8
         }));
-        let (file, offsets) = concat(&parts, gz);
+        let mut members: Vec<Vec<u8>> = parts.iter().map(|p| gz(p)).collect();
+        // Member 21 is stored, in two blocks, the first holding an archived
+        // gzip file: a member start that a resync finds before a cut.
+        let mut first = records()[1].clone();
+        first.extend(gz(b"an archived file"));
+        first.extend(vec![b'x'; 60_000]);
+        members[21] = stored_blocks_member(&[&first, b"the second block"]);
+        let offsets: Vec<u64> = members
+            .iter()
+            .scan(0, |at, m| {
+                let here = *at;
+                *at += m.len() as u64;
+                Some(here)
+            })
+            .collect();
+        let file = members.concat();
         assert!(offsets[21] - offsets[20] > 100_000);
         /// Where the reader pauses before the file is cut.
         #[derive(Debug, Clone, Copy)]
@@ -2854,12 +2884,23 @@ mod tests {
             /// cut inside the next member's trailer, which then reads as
             /// zeros and would be a checksum warning.
             BeforeATrailer,
+            /// As `BeforeATrailer`; the file cut 2 bytes into the next
+            /// member, whose header then reads as no member's (strict:
+            /// the decoder's own failure).
+            BeforeAHeader,
+            /// After 21 members, inflated by zlib-rs alone; the file cut
+            /// inside the stored member's first block, past the archived
+            /// file, so that the next block's header reads as zeros: a
+            /// damaged member, and a resync to the archived file.
+            BeforeAResync,
         }
         for lenient in [true, false] {
             for pause in [
                 Pause::PastTheWindow,
                 Pause::InsideAMember,
                 Pause::BeforeATrailer,
+                Pause::BeforeAHeader,
+                Pause::BeforeAResync,
             ] {
                 let case = format!("{lenient} {pause:?}");
                 std::fs::write(&path, &file).unwrap();
@@ -2870,13 +2911,20 @@ mod tests {
                         Pause::PastTheWindow => 16 << 10,
                         _ => 1 << 20,
                     },
+                    fast_inflate: !matches!(pause, Pause::BeforeAResync),
                     ..DecoderOptions::default()
                 };
                 let mut d = maps_cheap(true, || Decoder::new_file(f, o).unwrap());
                 assert!(d.input.is_mapped());
                 let mut read = 0;
-                while read < 20
-                    || matches!(pause, Pause::BeforeATrailer) && d.input.avail() < 300_000
+                let first_read = if matches!(pause, Pause::BeforeAResync) {
+                    21
+                } else {
+                    20
+                };
+                while read < first_read
+                    || matches!(pause, Pause::BeforeATrailer | Pause::BeforeAHeader)
+                        && d.input.avail() < 300_000
                 {
                     assert!(d.next_member().unwrap(), "{case}");
                     read_member(&mut d).unwrap();
@@ -2892,6 +2940,8 @@ mod tests {
                         d.input.pos() + 100
                     }
                     Pause::BeforeATrailer => offsets[read + 1] - 4,
+                    Pause::BeforeAHeader => offsets[read] + 2,
+                    Pause::BeforeAResync => offsets[read] + 40_000,
                 };
                 std::fs::OpenOptions::new()
                     .write(true)
@@ -3150,6 +3200,9 @@ mod tests {
         let mapping = cfg!(all(target_os = "linux", feature = "mmap"));
         let keeps: &[bool] = if mapping { &[false, true] } else { &[false] };
         for &keep in keeps {
+            #[cfg(all(target_os = "linux", feature = "mmap"))]
+            maps_cheap(keep, || direct_reads_give_the_files_bytes(keep));
+            #[cfg(not(all(target_os = "linux", feature = "mmap")))]
             direct_reads_give_the_files_bytes(keep);
         }
     }
@@ -3164,10 +3217,6 @@ mod tests {
             let mut d = Decoder::new_file(f, small(size)).unwrap();
             let mapped = d.input.is_mapped();
             assert_eq!(mapped, cfg!(all(target_os = "linux", feature = "mmap")));
-            #[cfg(all(target_os = "linux", feature = "mmap"))]
-            if keep {
-                d.input.set_map_cheap(true);
-            }
             let mut got = Vec::new();
             let mut out = vec![0u8; 70_000];
             let mut turn = 0u32;

@@ -335,14 +335,6 @@ impl<R: Read> Input<R> {
         self.unmap()
     }
 
-    /// Sets what [`Input::settle_for_reads`] finds of a map (tests).
-    #[cfg(all(test, target_os = "linux", feature = "mmap"))]
-    pub(super) fn set_map_cheap(&mut self, cheap: bool) {
-        if let Some(map) = self.map.as_mut() {
-            map.set_cheap(cheap);
-        }
-    }
-
     /// Serves the rest of a mapped file through the buffer: the reader is
     /// sought to where the map was read to, and the map is let go. `false`
     /// when nothing is mapped or the reader cannot seek (the map is kept).

@@ -438,12 +438,6 @@ mod imp {
             cheap
         }
 
-        /// Sets [`FileMap::cheap_to_read`]'s answer (tests of both ways).
-        #[cfg(test)]
-        pub(in super::super) fn set_cheap(&mut self, cheap: bool) {
-            self.cheap = Some(cheap);
-        }
-
         /// The faults of reading a byte of each page of the [`PROBE`]
         /// bytes in the file's middle; `None` when the file is under
         /// [`PROBE_MIN_LEN`], those bytes are not all in the page cache, or
@@ -564,8 +558,11 @@ mod imp {
             assert_eq!(m.probe(), Some(0));
             // The answer is the probe's (no fault now), kept once given.
             assert!(m.cheap_to_read());
-            m.set_cheap(false);
-            assert!(!m.cheap_to_read());
+            CHEAP_ON_THIS_THREAD.set(Some(false));
+            assert!(m.cheap_to_read());
+            let mut fresh = FileMap::new(&File::open(&big).unwrap()).unwrap();
+            assert!(!fresh.cheap_to_read());
+            CHEAP_ON_THIS_THREAD.set(None);
         }
     }
 }
